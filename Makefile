@@ -1,0 +1,75 @@
+# agentflow — make help lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+GO        ?= go
+BIN       := $(CURDIR)/bin
+DATA      := $(CURDIR)/.data
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X main.version=$(VERSION)
+TEMPORAL_CLI_VERSION := v1.5.1
+TEST_TIMEOUT ?= 18m
+
+export TEMPORAL_ADDRESS ?= 127.0.0.1:7233
+
+.PHONY: help
+help: ## list targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## build bin/agentctl
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/agentctl ./cmd/agentctl
+
+$(BIN)/temporal:
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
+
+.PHONY: temporal
+temporal: $(BIN)/temporal ## build the Temporal CLI dev server (pinned) into bin/
+
+.PHONY: images
+images: ## build the base, example and test tool images locally (no registry)
+	./tools/build-images.sh
+
+.PHONY: test
+test: temporal images ## run every test: unit, Docker integration, end-to-end on a dev server
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -tags 'integration e2e' ./...
+
+.PHONY: test-unit
+test-unit: ## fast unit tests only (no Docker, no Temporal server)
+	$(GO) test -count=1 ./...
+
+.PHONY: lint
+lint: ## gofmt + go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet -tags 'integration e2e' ./...
+
+.PHONY: bench
+bench: images ## benchmarks with in-run baselines (see docs/BENCHMARKS.md)
+	$(GO) test -run '^$$' -bench . -benchmem ./bench/...
+	AGENTFLOW_BENCH=1 $(GO) test -count=1 -tags integration -run 'Bench' -v ./bench/...
+
+.PHONY: fuzz
+fuzz: ## run the fuzz targets for FUZZTIME each (default 2m)
+	$(GO) test -run '^$$' -fuzz FuzzParseEval -fuzztime $${FUZZTIME:-2m} ./internal/expr
+	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime $${FUZZTIME:-2m} ./internal/spec
+
+.PHONY: up
+up: build temporal images ## start the Temporal dev server + one worker in the background
+	./scripts/dev.sh up
+
+.PHONY: down
+down: ## stop what make up started
+	./scripts/dev.sh down
+
+.PHONY: run
+run: up ## bring everything up and run the demo spec end to end
+	./scripts/demo.sh
+
+.PHONY: schema
+schema: ## regenerate schema/agentflow.schema.json from the Go types
+	$(GO) generate ./internal/spec/...
+
+.PHONY: clean
+clean: down ## stop services, remove bin/ and .data/
+	rm -rf $(BIN) $(DATA)

@@ -1,0 +1,160 @@
+// Package exechost is the stable boundary between the agentflow engine and
+// the environment a step runs in. The engine depends only on ExecutionHost;
+// containers, microVMs or remote workers are implementations of it.
+//
+// The Docker reference implementation lives in exechost/docker.
+package exechost
+
+import (
+	"context"
+	"time"
+)
+
+// ExecutionID names one sandbox for its whole life. Callers choose it, so a
+// retried provision with the same ID can adopt or replace what an earlier
+// attempt left behind instead of creating a duplicate.
+type ExecutionID string
+
+// CheckpointID names one stored workspace snapshot.
+type CheckpointID string
+
+// ExecutionHost provisions sandboxes, runs commands in them, snapshots their
+// workspace and destroys them.
+//
+// Contract, for every implementation:
+//   - Provision validates the whole request before creating anything; a
+//     request that breaks policy returns an error matching ErrPolicy and
+//     leaves nothing behind.
+//   - Exec and Checkpoint on the same execution never overlap (a checkpoint
+//     sees a quiescent workspace). Exec calls on different executions are
+//     independent and may run concurrently.
+//   - When an Exec times out, exceeds its output cap or its context is
+//     canceled, the whole sandbox is destroyed, not only the exec client; the
+//     execution is then terminated and further calls return ErrTerminated.
+//   - Terminate is idempotent: terminating a terminated or unknown
+//     execution returns nil.
+//   - Restore re-runs the full Provision validation.
+//   - A checkpoint holds only workspace files: no process, memory, network
+//     state or credential.
+type ExecutionHost interface {
+	Provision(ctx context.Context, req ProvisionRequest) (*Execution, error)
+	Exec(ctx context.Context, id ExecutionID, req ExecRequest) (*ExecResult, error)
+	Checkpoint(ctx context.Context, id ExecutionID, req CheckpointRequest) (*Checkpoint, error)
+	Restore(ctx context.Context, req RestoreRequest) (*Execution, error)
+	Terminate(ctx context.Context, id ExecutionID) error
+}
+
+// ResourceLimits bounds one sandbox. Every field except GPUs is required
+// (zero is a policy violation).
+type ResourceLimits struct {
+	NanoCPUs       int64         // 1e9 = one CPU
+	MemoryBytes    int64         // memory and memory+swap (no swap)
+	DiskBytes      int64         // size of the /workspace tmpfs
+	Pids           int64         // PidsLimit
+	Runtime        time.Duration // wall-clock life of the sandbox
+	MaxOutputBytes int64         // combined stdout+stderr cap per exec
+	GPUs           int           // 0 none, >0 that many devices, -1 all
+}
+
+// NetworkMode is the sandbox network. The Docker reference host accepts only
+// NetworkNone.
+type NetworkMode string
+
+const NetworkNone NetworkMode = "none"
+
+// GitSource imports one revision of a local repository as the workspace,
+// via git archive: no worktree, no .git, no bind mount.
+type GitSource struct {
+	RepositoryPath string
+	Revision       string
+}
+
+// Workspace is the initial content of /workspace: empty (zero value), a git
+// revision, or one or more checkpoints unpacked in order (later wins).
+// Git and Checkpoints are mutually exclusive.
+type Workspace struct {
+	Git         *GitSource
+	Checkpoints []CheckpointID
+}
+
+// ProvisionRequest creates a sandbox.
+type ProvisionRequest struct {
+	ExecutionID ExecutionID
+	// Image is "repo@sha256:<digest>" or a local image ID "sha256:<hex>".
+	Image     string
+	Workspace Workspace
+	Resources ResourceLimits
+	Network   NetworkMode
+	// Env is plain configuration baked into the sandbox. Names that look like
+	// tokens, secrets, passwords, API keys or credentials are refused; such
+	// values travel in ExecRequest.Secrets.
+	Env map[string]string
+	// Labels are added to the sandbox (for ownership and reaping); keys under
+	// the implementation's own prefix are reserved.
+	Labels map[string]string
+}
+
+// Execution describes a provisioned sandbox.
+type Execution struct {
+	ExecutionID ExecutionID
+	// ImageDigest is the immutable identity of the image that runs.
+	ImageDigest string
+	// Deadline is when the sandbox destroys itself whatever happens.
+	Deadline time.Time
+}
+
+// ExecRequest runs one command in a sandbox.
+type ExecRequest struct {
+	Command []string
+	Stdin   []byte
+	Env     map[string]string
+	// Secrets are exported to the process environment only. They are never
+	// written to the sandbox's configuration, to disk, or to logs.
+	Secrets map[string]string
+	// Timeout bounds this exec; zero means the sandbox's remaining runtime.
+	Timeout time.Duration
+}
+
+// ExecResult is what a command did. A non-zero exit is a result, not an
+// error: policy on top decides what it means.
+type ExecResult struct {
+	ExitCode int
+	Stdout   []byte
+	Stderr   []byte
+	Duration time.Duration
+	// TimedOut, Truncated and Aborted report why the sandbox was destroyed;
+	// Exec then also returns an error matching ErrTimeout, ErrOutputLimit or
+	// ErrAborted together with this partial result.
+	TimedOut  bool
+	Truncated bool
+	Aborted   bool
+	// OOMKilled reports that the kernel killed a process for memory.
+	OOMKilled bool
+}
+
+// CheckpointRequest snapshots /workspace.
+type CheckpointRequest struct {
+	Reason string
+}
+
+// Checkpoint describes a stored snapshot.
+type Checkpoint struct {
+	CheckpointID CheckpointID
+	ExecutionID  ExecutionID
+	ImageDigest  string
+	SizeBytes    int64
+	SHA256       string
+	CreatedAt    time.Time
+}
+
+// RestoreRequest provisions a new sandbox whose workspace is a checkpoint.
+// Image and Resources default to the checkpoint's own when empty; the request
+// is validated exactly like a Provision.
+type RestoreRequest struct {
+	CheckpointID CheckpointID
+	ExecutionID  ExecutionID
+	Image        string
+	Resources    *ResourceLimits
+	Env          map[string]string
+	Labels       map[string]string
+}

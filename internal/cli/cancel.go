@@ -1,0 +1,19 @@
+package cli
+
+import (
+	"errors"
+
+	"github.com/spf13/cobra"
+)
+
+// TODO: placeholder until the engine lands; replace this file.
+func newCancelCmd(_ *Options) *cobra.Command {
+	return &cobra.Command{
+		Use:    "cancel",
+		Short:  "(not built yet)",
+		Hidden: true,
+		RunE: func(*cobra.Command, []string) error {
+			return errors.New("cancel: the engine is not built yet")
+		},
+	}
+}

@@ -1,0 +1,144 @@
+// Package cli implements agentctl: one file per verb, no flag globals, all
+// output through injected writers, errors mapped to the exit codes of
+// SPEC §6 (0 ok, 1 agent FAILED/CANCELED or server error, 2 invalid input).
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes (SPEC §6).
+const (
+	ExitOK      = 0
+	ExitFailure = 1 // the agent ended FAILED/CANCELED, or the server failed
+	ExitInvalid = 2 // invalid input: usage, invalid spec
+)
+
+// Streams are the command's standard streams. Commands never touch
+// os.Stdout/os.Stderr directly, so tests can capture everything.
+type Streams struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+	// IsTerminal reports whether Out is a terminal (live progress views).
+	IsTerminal bool
+}
+
+// Options are the global flags shared by every verb.
+type Options struct {
+	Address   string
+	Namespace string
+	Output    string // table|json
+	Streams   Streams
+}
+
+// ExitError carries an exit code up to main. Err has already been printed
+// when Silent is set.
+type ExitError struct {
+	Code   int
+	Err    error
+	Silent bool
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// usageErr marks invalid invocations (exit 2).
+func usageErr(format string, a ...any) error {
+	return &ExitError{Code: ExitInvalid, Err: fmt.Errorf(format, a...)}
+}
+
+// NewRootCmd builds the agentctl command tree.
+func NewRootCmd(version string, s Streams) *cobra.Command {
+	opts := &Options{Streams: s}
+	root := &cobra.Command{
+		Use:           "agentctl",
+		Short:         "Durable, sandboxed AI-agent workflows on Temporal and Docker",
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// Unknown verbs are usage errors (exit 2), not failures.
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErr("unknown command %q (see agentctl --help)", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			switch opts.Output {
+			case "table", "json":
+				return nil
+			default:
+				return usageErr("invalid --output %q: want table or json", opts.Output)
+			}
+		},
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &ExitError{Code: ExitInvalid, Err: err}
+	})
+
+	pf := root.PersistentFlags()
+	pf.StringVar(&opts.Address, "address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend address (env TEMPORAL_ADDRESS)")
+	pf.StringVar(&opts.Namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	pf.StringVarP(&opts.Output, "output", "o", "table", "output format: table|json")
+
+	root.AddCommand(
+		newValidateCmd(opts),
+		newGraphCmd(opts),
+	)
+	addEngineCommands(root, opts)
+	return root
+}
+
+// Run executes agentctl with args and returns the process exit code.
+func Run(ctx context.Context, version string, args []string, s Streams) int {
+	root := NewRootCmd(version, s)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		if !ee.Silent && ee.Err != nil {
+			fmt.Fprintln(s.Err, "agentctl:", ee.Err)
+		}
+		return ee.Code
+	}
+	fmt.Fprintln(s.Err, "agentctl:", err)
+	return ExitFailure
+}
+
+// argsUsage wraps a cobra positional-args validator so that its errors are
+// usage errors (exit 2).
+func argsUsage(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := v(cmd, args); err != nil {
+			return &ExitError{Code: ExitInvalid, Err: err}
+		}
+		return nil
+	}
+}
+
+func envOr(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok && v != "" {
+		return v
+	}
+	return def
+}

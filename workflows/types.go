@@ -1,0 +1,116 @@
+package workflows
+
+import (
+	"time"
+
+	"github.com/agentflow/agentflow/internal/spec"
+)
+
+// Names shared by the workflow, the worker and agentctl. Changing any of
+// them breaks running workflows and existing clients.
+const (
+	WorkflowName   = "AgentWorkflow"
+	TaskQueue      = "agentflow"
+	StatusQuery    = "status"
+	ApprovalSignal = "approval"
+
+	// Search attributes (registered by `make up` / `agentctl dev`).
+	SearchAttrAgentName = "AgentName"   // keyword: the agent ID (workflow ID)
+	SearchAttrSpec      = "AgentSpec"   // keyword: spec name
+	SearchAttrStatus    = "AgentStatus" // keyword: PENDING|RUNNING|SUCCEEDED|FAILED|CANCELED
+
+	MemoSpecName    = "spec_name"
+	MemoSpecVersion = "spec_version"
+)
+
+// Run statuses (SPEC §5).
+const (
+	RunPending   = "PENDING"
+	RunRunning   = "RUNNING"
+	RunSucceeded = "SUCCEEDED"
+	RunFailed    = "FAILED"
+	RunCanceled  = "CANCELED"
+)
+
+// Step statuses (SPEC §5).
+const (
+	StepPending         = "pending"
+	StepRunning         = "running"
+	StepWaitingApproval = "waiting_approval"
+	StepSuccess         = "success"
+	StepFailed          = "failed"
+	StepSkipped         = "skipped"
+	StepCanceled        = "canceled"
+)
+
+// Skip reasons.
+const (
+	ReasonUpstreamFailed = "upstream_failed"
+	ReasonConditionFalse = "condition_false"
+)
+
+// Input is the workflow input. Tools in Plan.Steps are already resolved
+// to digest-pinned images (Image set) by the submitter.
+type Input struct {
+	Plan   spec.Plan      `json:"plan"`
+	Inputs map[string]any `json:"inputs,omitempty"`
+	// Carry holds steps taken as-is from a previous run (resume): their
+	// status, output and checkpoint are reused and they are not executed.
+	Carry map[string]StepRecord `json:"carry,omitempty"`
+	// ResumedFrom is the run ID the carried steps come from.
+	ResumedFrom string `json:"resumed_from,omitempty"`
+}
+
+// Result is the workflow result: the evaluated outputs and final statuses.
+type Result struct {
+	Status  string         `json:"status"`
+	Outputs map[string]any `json:"outputs,omitempty"`
+	Error   string         `json:"error,omitempty"`
+}
+
+// StepRecord is one step's state in the inspect document.
+type StepRecord struct {
+	ID           string         `json:"id"`
+	Status       string         `json:"status"`
+	Reason       string         `json:"reason,omitempty"`
+	Attempts     int32          `json:"attempts,omitempty"`
+	StartedAt    *time.Time     `json:"started_at,omitempty"`
+	FinishedAt   *time.Time     `json:"finished_at,omitempty"`
+	DurationMS   int64          `json:"duration_ms,omitempty"`
+	Error        string         `json:"error,omitempty"`
+	CheckpointID string         `json:"checkpoint_id,omitempty"`
+	Output       map[string]any `json:"output,omitempty"`
+	Tool         string         `json:"tool,omitempty"`
+	Image        string         `json:"image,omitempty"`
+	// Approval outcome, for approval steps.
+	ApprovedBy string `json:"approved_by,omitempty"`
+	Comment    string `json:"comment,omitempty"`
+	// Carried is set when the step was taken from a previous run.
+	Carried bool `json:"carried,omitempty"`
+}
+
+// Status is the inspect document (SPEC §6), returned by the status query.
+type Status struct {
+	ID          string         `json:"id"`
+	RunID       string         `json:"run_id"`
+	Name        string         `json:"name"`
+	Version     string         `json:"version"`
+	Status      string         `json:"status"`
+	CurrentStep string         `json:"current_step,omitempty"`
+	Progress    string         `json:"progress"`
+	StartedAt   *time.Time     `json:"started_at,omitempty"`
+	FinishedAt  *time.Time     `json:"finished_at,omitempty"`
+	StepHistory []StepRecord   `json:"step_history"`
+	Context     map[string]any `json:"context"`
+	Outputs     map[string]any `json:"outputs,omitempty"`
+	Error       string         `json:"error,omitempty"`
+	ResumedFrom string         `json:"resumed_from,omitempty"`
+}
+
+// ApprovalDecision is the payload of the approval signal.
+type ApprovalDecision struct {
+	Step    string `json:"step"`
+	Approve bool   `json:"approve"`
+	Comment string `json:"comment,omitempty"`
+	By      string `json:"by,omitempty"`
+}
