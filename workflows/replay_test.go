@@ -1,0 +1,53 @@
+package workflows
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// TestReplayHistories replays every recorded history (see
+// testdata/README.md) against the current AgentWorkflow. A change that
+// alters the commands an existing run emits, without workflow.GetVersion,
+// fails here before it can wedge runs in production.
+func TestReplayHistories(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "no recorded histories: the replay test would prove nothing")
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflowWithOptions(AgentWorkflow, workflow.RegisterOptions{Name: WorkflowName})
+			logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
+			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(logger, f))
+		})
+	}
+}
+
+// TestReplayDetectsNonDeterminism proves the replay test has teeth: the
+// recorded diamond history does not replay against a workflow that
+// schedules differently.
+func TestReplayDetectsNonDeterminism(t *testing.T) {
+	f := filepath.Join("testdata", "histories", "diamond.json")
+	_, err := os.Stat(f)
+	require.NoError(t, err)
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, in Input) (*Result, error) {
+		// Same input, but the steps run in reverse spec order.
+		for i, j := 0, len(in.Plan.Steps)-1; i < j; i, j = i+1, j-1 {
+			in.Plan.Steps[i], in.Plan.Steps[j] = in.Plan.Steps[j], in.Plan.Steps[i]
+		}
+		for i := range in.Plan.Steps {
+			in.Plan.Steps[i].DependsOn = nil
+		}
+		return AgentWorkflow(ctx, in)
+	}, workflow.RegisterOptions{Name: WorkflowName})
+	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError})))
+	require.Error(t, r.ReplayWorkflowHistoryFromJSONFile(logger, f))
+}

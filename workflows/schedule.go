@@ -1,0 +1,154 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/agentflow/agentflow/internal/expr"
+	"github.com/agentflow/agentflow/internal/spec"
+)
+
+// action is what the scheduler does with a pending step on one pass.
+type action int
+
+const (
+	actWait  action = iota // some dependency is not terminal yet
+	actStart               // run it (tool) or wait for a decision (approval)
+	actSkip                // skipped, with a reason
+	actFail                // failed without running (its `if` did not evaluate)
+)
+
+type decision struct {
+	act    action
+	reason string
+	err    string
+}
+
+// decide applies SPEC §5 readiness to one pending step:
+//   - ready only when every dependency (explicit and implicit) is terminal;
+//   - a step with `if` evaluates it: false → skipped (condition_false),
+//     evaluation error → failed; the `if` sees upstream failures itself
+//     (the seed's escalate_to_human runs when validate_billing failed);
+//   - a step without `if` is skipped (upstream_failed) when a dependency
+//     failed without continue_on_error, was canceled, or was itself skipped
+//     as upstream_failed. A dependency skipped by its own false `if` does
+//     NOT propagate (as in Argo and Tekton): the dependent runs and sees the
+//     skipped step's output as null.
+func (s *runState) decide(st *stepState, now time.Time) decision {
+	for _, dep := range st.plan.DependsOn {
+		if !isTerminal(s.byID[dep].rec.Status) {
+			return decision{act: actWait}
+		}
+	}
+	if st.plan.If != "" {
+		tpl, err := expr.Parse(st.plan.If)
+		if err != nil {
+			return decision{act: actFail, err: fmt.Sprintf("if: %v", err)}
+		}
+		ok, err := tpl.EvalBool(s.exprEnv(now))
+		if err != nil {
+			return decision{act: actFail, err: fmt.Sprintf("if: %v", err)}
+		}
+		if !ok {
+			return decision{act: actSkip, reason: ReasonConditionFalse}
+		}
+		return decision{act: actStart}
+	}
+	for _, dep := range st.plan.DependsOn {
+		if s.upstreamBroken(s.byID[dep]) {
+			return decision{act: actSkip, reason: ReasonUpstreamFailed}
+		}
+	}
+	return decision{act: actStart}
+}
+
+func (s *runState) upstreamBroken(dep *stepState) bool {
+	switch dep.rec.Status {
+	case StepFailed:
+		return !dep.plan.ContinueOnError
+	case StepCanceled:
+		return true
+	case StepSkipped:
+		return dep.rec.Reason == ReasonUpstreamFailed
+	}
+	return false
+}
+
+// PlanError is a Plan the workflow cannot interpret (hand-built or corrupted:
+// the spec compiler never produces one).
+type PlanError struct{ Msg string }
+
+func (e *PlanError) Error() string { return "invalid plan: " + e.Msg }
+
+// checkPlan verifies the structural invariants the scheduler relies on:
+// a supported schema version, unique step IDs, known dependencies, no
+// cycles, and each step either a tool/image step or an approval.
+func checkPlan(p *spec.Plan) error {
+	if p.SchemaVersion != spec.PlanSchemaVersion {
+		return &PlanError{Msg: fmt.Sprintf("schema version %d is not supported by this worker (supports %d)", p.SchemaVersion, spec.PlanSchemaVersion)}
+	}
+	if len(p.Steps) == 0 {
+		return &PlanError{Msg: "no steps"}
+	}
+	index := make(map[string]int, len(p.Steps))
+	for i, st := range p.Steps {
+		if st.ID == "" {
+			return &PlanError{Msg: fmt.Sprintf("step %d has no id", i)}
+		}
+		if _, dup := index[st.ID]; dup {
+			return &PlanError{Msg: fmt.Sprintf("duplicate step %q", st.ID)}
+		}
+		index[st.ID] = i
+		isTool := st.Tool != "" || st.Image != ""
+		if isTool == (st.Approval != nil) {
+			return &PlanError{Msg: fmt.Sprintf("step %q must have exactly one of tool/image or approval", st.ID)}
+		}
+	}
+	for _, st := range p.Steps {
+		for _, dep := range st.DependsOn {
+			if _, ok := index[dep]; !ok {
+				return &PlanError{Msg: fmt.Sprintf("step %q depends on unknown step %q", st.ID, dep)}
+			}
+			if dep == st.ID {
+				return &PlanError{Msg: fmt.Sprintf("step %q depends on itself", st.ID)}
+			}
+		}
+	}
+	// Kahn's algorithm in spec order: anything left over is on a cycle.
+	indeg := make([]int, len(p.Steps))
+	for i, st := range p.Steps {
+		indeg[i] = len(st.DependsOn)
+	}
+	dependents := make([][]int, len(p.Steps))
+	for i, st := range p.Steps {
+		for _, dep := range st.DependsOn {
+			dependents[index[dep]] = append(dependents[index[dep]], i)
+		}
+	}
+	var queue []int
+	for i := range p.Steps {
+		if indeg[i] == 0 {
+			queue = append(queue, i)
+		}
+	}
+	seen := 0
+	for len(queue) > 0 {
+		i := queue[0]
+		queue = queue[1:]
+		seen++
+		for _, j := range dependents[i] {
+			indeg[j]--
+			if indeg[j] == 0 {
+				queue = append(queue, j)
+			}
+		}
+	}
+	if seen != len(p.Steps) {
+		for i, st := range p.Steps {
+			if indeg[i] > 0 {
+				return &PlanError{Msg: fmt.Sprintf("dependency cycle through step %q", st.ID)}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,27 @@
+package workflows
+
+// Workflow versioning discipline.
+//
+// AgentWorkflow runs for hours or days (approval steps, retries with
+// backoff) and is replayed from history whenever a worker picks a run up
+// again, so every change to the commands it emits (activities, timers,
+// markers, upserts, their order) must keep old histories replaying:
+//
+//  1. Wrap the new behaviour in workflow.GetVersion(ctx, <changeID>,
+//     <oldest still supported>, <new max>) and keep the old branch until no
+//     open run can reach it.
+//  2. Add the change ID to the table below with a one-line description.
+//  3. Record a new history (see testdata/README.md) so the replay test pins
+//     the new behaviour too; never delete histories of supported versions.
+//
+// Plan interpretation changes also bump spec.PlanSchemaVersion; the workflow
+// refuses a Plan whose schema version it does not know.
+//
+// Change IDs:
+//
+//	changeScheduler  v1  initial DAG scheduler: spec-order readiness passes,
+//	                     one activity per tool step, approval via Await.
+const (
+	changeScheduler        = "agentflow-scheduler"
+	changeSchedulerVersion = 1
+)
