@@ -1,0 +1,279 @@
+#!/usr/bin/env bash
+# build-images.sh builds every container image agentflow uses, locally: no
+# registry is reachable here, so nothing is ever pulled (SPEC §2).
+#
+#   agentflow/base:latest            busybox-static rootfs (sh, sleep, tar, …)
+#   agentflow/tool-<name>:<version>  the same rootfs + /bin/tool (static Go
+#                                    from tools/<name>), ENTRYPOINT /bin/tool
+#
+# Every image is a `docker import` of a deterministic tar (sorted, mtime 0,
+# numeric owners) and carries an org.agentflow.inputs label: the sha256 of
+# everything that went into it. An image whose label matches is not rebuilt,
+# so a no-op run costs some hashing, one `go list` and two `docker inspect`s.
+#
+# Usage: tools/build-images.sh [--force] [tool-name ...]
+#   --force   rebuild even when the inputs hash matches (the base too, unless
+#             tool names are given)
+#   names     build only these tools (the base is always checked)
+#
+# Output: a table of tag -> image ID on stdout, and .data/images.json
+#   [{"name":"rss-fetcher","version":"1.1","tag":"agentflow/tool-rss-fetcher:1.1","id":"sha256:…"}]
+# (every tool; the base image is only in the table).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+DATA=${AGENTFLOW_DATA_DIR:-$ROOT/.data}
+CACHE=$DATA/cache
+BASE_TAG=agentflow/base:latest
+INPUTS_LABEL=org.agentflow.inputs
+TOOL_UID=65532
+
+FORCE=0
+SELECTED=()
+for arg in "$@"; do
+  case $arg in
+    --force) FORCE=1 ;;
+    -h|--help) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "build-images: unknown flag $arg" >&2; exit 2 ;;
+    *) SELECTED+=("$arg") ;;
+  esac
+done
+
+log() { printf 'build-images: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+command -v docker >/dev/null || die "docker CLI not found"
+command -v go >/dev/null || die "go not found"
+docker version --format '{{.Server.Version}}' >/dev/null 2>&1 || die "Docker daemon not reachable (DOCKER_HOST=${DOCKER_HOST:-unix:///var/run/docker.sock})"
+mkdir -p "$CACHE"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/agentflow-images.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+sha() { sha256sum | cut -d' ' -f1; }
+
+# inspect_all TAG... fills LABEL[tag] and ID[tag] with one daemon round trip
+# (a per-image call costs ~0.3 s on a busy machine). Absent images stay unset.
+declare -A LABEL ID
+inspect_all() {
+  local line tags label id tag
+  while IFS='|' read -r tags label id; do
+    for tag in $tags; do
+      LABEL[$tag]=$label
+      ID[$tag]=$id
+    done
+  done < <(docker image inspect -f "{{range .RepoTags}}{{.}} {{end}}|{{index .Config.Labels \"$INPUTS_LABEL\"}}|{{.Id}}" "$@" 2>/dev/null || true)
+}
+
+# busybox_deb prints the path of the cached busybox-static .deb, downloading
+# it through apt when the cache is empty (apt-get update only on failure).
+busybox_deb() {
+  local deb
+  deb=$(ls "$CACHE"/busybox-static_*.deb 2>/dev/null | sort | tail -n1 || true)
+  if [[ -z $deb ]]; then
+    log "downloading busybox-static with apt-get"
+    if ! (cd "$CACHE" && apt-get download busybox-static >&2 2>"$WORK/apt.err"); then
+      log "apt-get download failed; running apt-get update once"
+      apt-get update >&2 || die "apt-get update failed: $(cat "$WORK/apt.err")"
+      (cd "$CACHE" && apt-get download busybox-static >&2) || die "cannot download busybox-static"
+    fi
+    deb=$(ls "$CACHE"/busybox-static_*.deb | sort | tail -n1)
+  fi
+  printf '%s\n' "$deb"
+}
+
+TARFLAGS=(--sort=name --mtime=@0 --numeric-owner --format=gnu)
+
+# base_tar DEB OUT makes the rootfs tar: /bin/busybox + one symlink per
+# applet, passwd and group with the sandbox user, empty /workspace and /tmp.
+# Everything is root-owned except /workspace, which belongs to the tool user
+# so that a volume seeded from the image (rather than a tmpfs) is writable.
+base_tar() {
+  local deb=$1 out=$2 rootfs=$WORK/base-rootfs applet
+  rm -rf "$rootfs" "$WORK/deb"
+  mkdir -p "$WORK/deb" "$rootfs"/{bin,sbin,usr/bin,usr/sbin,etc,workspace,tmp}
+  dpkg -x "$deb" "$WORK/deb"
+  install -m 0755 "$WORK/deb/bin/busybox" "$rootfs/bin/busybox"
+  while read -r applet; do
+    [[ $applet == bin/busybox ]] && continue
+    mkdir -p "$rootfs/$(dirname "$applet")"
+    ln -sf /bin/busybox "$rootfs/$applet"
+  done < <("$rootfs/bin/busybox" --list-full | sort)
+  printf 'root:x:0:0:root:/root:/bin/sh\ntool:x:%d:%d:agentflow tool:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' \
+    "$TOOL_UID" "$TOOL_UID" >"$rootfs/etc/passwd"
+  printf 'root:x:0:\ntool:x:%d:\nnogroup:x:65534:\n' "$TOOL_UID" >"$rootfs/etc/group"
+  chmod 0644 "$rootfs/etc/passwd" "$rootfs/etc/group"
+  chmod 0755 "$rootfs" "$rootfs"/{bin,sbin,usr,usr/bin,usr/sbin,etc,workspace}
+  chmod 1777 "$rootfs/tmp"
+  tar "${TARFLAGS[@]}" --owner=0 --group=0 --exclude=./workspace -C "$rootfs" -cf "$out.tmp" .
+  tar "${TARFLAGS[@]}" --owner="$TOOL_UID" --group="$TOOL_UID" --no-recursion -C "$rootfs" -rf "$out.tmp" ./workspace
+  mv "$out.tmp" "$out"
+}
+
+# Image config shared by the base and every tool image. The sandbox sets
+# user and working directory itself; these make a plain `docker run` sane.
+COMMON_CHANGES=(
+  --change 'ENV PATH=/usr/sbin:/usr/bin:/sbin:/bin'
+  --change 'WORKDIR /workspace'
+  --change "USER $TOOL_UID:$TOOL_UID"
+)
+
+# ---- base ------------------------------------------------------------------
+DEB=$(busybox_deb)
+BASE_HASH=$( { sha256sum <"$DEB"; declare -f base_tar; printf '%s\n' "${COMMON_CHANGES[@]}"; } | sha)
+BASE_TAR=$CACHE/base-rootfs-${BASE_HASH:0:16}.tar
+if [[ ! -f $BASE_TAR ]]; then
+  rm -f "$CACHE"/base-rootfs-*.tar
+  base_tar "$DEB" "$BASE_TAR"
+fi
+
+# ---- tools: discovery and input hashes ---------------------------------------
+MODULE=$(cd "$ROOT" && go list -m)
+ALL_TOOLS=()
+for dir in "$ROOT"/tools/*/; do
+  [[ -f $dir/VERSION && -f $dir/main.go ]] && ALL_TOOLS+=("$(basename "$dir")")
+done
+TOOL_NAMES=()
+for name in "${ALL_TOOLS[@]}"; do
+  if ((${#SELECTED[@]})) && [[ ! " ${SELECTED[*]} " == *" $name "* ]]; then continue; fi
+  TOOL_NAMES+=("$name")
+done
+((${#SELECTED[@]} == 0 || ${#TOOL_NAMES[@]} == ${#SELECTED[@]})) || die "unknown tool in: ${SELECTED[*]} (have: ${ALL_TOOLS[*]})"
+
+# One `go list` gives every tool's transitive imports; a tool's inputs are the
+# non-test files of its own directory and of every package of this module it
+# imports (go:embed fixtures included), go.sum when it imports another
+# module, the Go version, the image recipe and the base rootfs.
+declare -A DEPS VERSION HASH
+while read -r pkg deps; do
+  DEPS[$pkg]=$deps
+done < <(cd "$ROOT" && go list -f '{{.ImportPath}}{{range .Deps}} {{.}}{{end}}' "${ALL_TOOLS[@]/#/./tools/}")
+GOVERSION=$(go env GOVERSION)
+
+# tool_dirs NAME: the tool's directory and those of the module packages it
+# imports (relative to ROOT); sets EXTERNAL[NAME]=1 if it imports another module.
+declare -A DIRS EXTERNAL
+tool_dirs() {
+  local name=$1 pkg list="tools/$1"
+  EXTERNAL[$name]=0
+  for pkg in ${DEPS[$MODULE/tools/$name]}; do
+    if [[ $pkg == "$MODULE"/* ]]; then
+      list+=" ${pkg#"$MODULE"/}"
+    elif [[ ${pkg%%/*} == *.* ]]; then
+      EXTERNAL[$name]=1
+    fi
+  done
+  DIRS[$name]=$list
+}
+
+tool_hash() {
+  local name=$1 line d
+  {
+    printf '%s\n' "$GOVERSION" "$BASE_HASH" "${VERSION[$name]}"
+    declare -f tool_image
+    if ((EXTERNAL[$name])); then cat "$ROOT/go.sum"; fi
+    # Whole directories (embedded fixtures live in subdirectories); a
+    # subpackage that is not imported only costs a spurious rebuild.
+    for line in "${FILE_SUMS[@]}"; do
+      for d in ${DIRS[$name]}; do
+        if [[ ${line#* } == "$d"/* ]]; then
+          printf '%s\n' "$line"
+          break
+        fi
+      done
+    done
+  } | sha
+}
+
+for name in "${ALL_TOOLS[@]}"; do
+  VERSION[$name]=$(tr -d '[:space:]' <"$ROOT/tools/$name/VERSION")
+  [[ ${VERSION[$name]} =~ ^[0-9]+(\.[0-9]+){1,2}$ ]] || die "tools/$name/VERSION: '${VERSION[$name]}' is not a version"
+done
+declare -A UNION
+for name in "${TOOL_NAMES[@]}"; do
+  tool_dirs "$name"
+  for d in ${DIRS[$name]}; do UNION[$d]=1; done
+done
+# Every input file hashed in one pass (process start-up dominates a no-op
+# run on a busy machine); lines are "<sha256> <path relative to ROOT>".
+FILE_SUMS=()
+if ((${#UNION[@]})); then
+  mapfile -t FILE_SUMS < <(cd "$ROOT" && find "${!UNION[@]}" -type f ! -name '*_test.go' ! -path '*/testdata/*' -print0 |
+    sort -zu | xargs -0 sha256sum | sed 's/  / /')
+fi
+for name in "${TOOL_NAMES[@]}"; do
+  HASH[$name]=$(tool_hash "$name")
+done
+
+tag_of() { printf 'agentflow/tool-%s:%s' "$1" "${VERSION[$1]}"; }
+ALL_TAGS=("$BASE_TAG")
+for name in "${ALL_TOOLS[@]}"; do ALL_TAGS+=("$(tag_of "$name")"); done
+inspect_all "${ALL_TAGS[@]}"
+
+# ---- build what is stale ------------------------------------------------------
+if [[ ($FORCE == 0 || ${#SELECTED[@]} -gt 0) && ${LABEL[$BASE_TAG]:-} == "$BASE_HASH" ]]; then
+  log "$BASE_TAG up to date"
+else
+  log "importing $BASE_TAG ($(basename "$DEB"))"
+  docker import "${COMMON_CHANGES[@]}" \
+    --change 'CMD ["/bin/sh"]' \
+    --change "LABEL org.agentflow.base=1 $INPUTS_LABEL=$BASE_HASH" \
+    --message "agentflow base from $(basename "$DEB")" \
+    "$BASE_TAR" "$BASE_TAG" >/dev/null
+fi
+
+# tool_image NAME BIN: the base rootfs plus /bin/tool, imported with
+# ENTRYPOINT /bin/tool and an empty CMD.
+tool_image() {
+  local name=$1 bin=$2 tarball=$WORK/$1.tar stage=$WORK/stage-$1
+  mkdir -p "$stage/bin"
+  install -m 0755 "$bin" "$stage/bin/tool"
+  cp "$BASE_TAR" "$tarball"
+  tar "${TARFLAGS[@]}" --owner=0 --group=0 -C "$stage" -rf "$tarball" ./bin/tool
+  docker import "${COMMON_CHANGES[@]}" \
+    --change 'ENTRYPOINT ["/bin/tool"]' \
+    --change 'CMD []' \
+    --change "LABEL org.agentflow.tool.name=$name org.agentflow.tool.version=${VERSION[$name]} $INPUTS_LABEL=${HASH[$name]}" \
+    --message "agentflow tool $name ${VERSION[$name]}" \
+    "$tarball" "$(tag_of "$name")" >/dev/null
+}
+
+STALE=()
+for name in "${TOOL_NAMES[@]}"; do
+  if [[ $FORCE == 1 || ${LABEL[$(tag_of "$name")]:-} != "${HASH[$name]}" ]]; then
+    STALE+=("$name")
+  fi
+done
+if ((${#STALE[@]})); then
+  log "compiling ${STALE[*]}"
+  mkdir -p "$WORK/bin"
+  (cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags='-s -w' -o "$WORK/bin/" "${STALE[@]/#/./tools/}")
+  for name in "${STALE[@]}"; do
+    log "importing $(tag_of "$name")"
+    tool_image "$name" "$WORK/bin/$name"
+  done
+  inspect_all "${ALL_TAGS[@]}"
+else
+  log "tool images up to date"
+fi
+
+# ---- report --------------------------------------------------------------------
+printf '%-40s %s\n' "$BASE_TAG" "${ID[$BASE_TAG]}"
+for name in "${TOOL_NAMES[@]}"; do
+  printf '%-40s %s\n' "$(tag_of "$name")" "${ID[$(tag_of "$name")]}"
+done
+
+# images.json lists every tool that has an image, even when only some were built.
+{
+  printf '['
+  sep=''
+  for name in "${ALL_TOOLS[@]}"; do
+    tag=$(tag_of "$name")
+    [[ -n ${ID[$tag]:-} ]] || continue
+    printf '%s\n  {"name":"%s","version":"%s","tag":"%s","id":"%s"}' "$sep" "$name" "${VERSION[$name]}" "$tag" "${ID[$tag]}"
+    sep=','
+  done
+  printf '\n]\n'
+} >"$WORK/images.json"
+mv "$WORK/images.json" "$DATA/images.json"
+log "wrote ${DATA#"$ROOT"/}/images.json"
