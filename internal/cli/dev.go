@@ -1,19 +1,114 @@
 package cli
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/agentflow/agentflow/internal/devserver"
+	"github.com/agentflow/agentflow/worker"
 )
 
-// TODO: placeholder until the engine lands; replace this file.
-func newDevCmd(_ *Options) *cobra.Command {
-	return &cobra.Command{
-		Use:    "dev",
-		Short:  "(not built yet)",
-		Hidden: true,
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("dev: the engine is not built yet")
+type devFlags struct {
+	worker      workerFlags
+	TemporalBin string
+	DBFile      string
+	UIPort      int
+	Headless    bool
+	ServerLog   string
+}
+
+func newDevCmd(opts *Options) *cobra.Command {
+	var f devFlags
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run a Temporal dev server and a worker in the foreground",
+		Long: `Start the Temporal CLI development server (SQLite state in .data/temporal.db,
+Web UI on :8233, agentflow's search attributes registered) on the port of
+--address, wait until it answers, then run a worker against it. Ctrl-C
+stops the worker (waiting for running steps) and then the server. This is
+what 'make up' runs in the background.`,
+		Example: `  agentctl dev
+  agentctl dev --address 127.0.0.1:7333 --ui-port 8333 --health-addr :8081 --metrics-addr :9091`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDev(cmd.Context(), opts, &f)
 		},
 	}
+	f.worker.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&f.TemporalBin, "temporal-bin", "", "temporal CLI binary (default ./bin/temporal, else from PATH)")
+	fl.StringVar(&f.DBFile, "db-filename", ".data/temporal.db", "SQLite file of the dev server's state")
+	fl.IntVar(&f.UIPort, "ui-port", 8233, "Web UI port")
+	fl.BoolVar(&f.Headless, "headless", false, "no Web UI")
+	fl.StringVar(&f.ServerLog, "server-log-level", "error", "log level of the Temporal server (debug|info|warn|error)")
+	return cmd
+}
+
+func runDev(ctx context.Context, opts *Options, f *devFlags) error {
+	cfg, err := f.worker.config(opts, opts.Streams.Err)
+	if err != nil {
+		return err
+	}
+	host, portStr, err := net.SplitHostPort(opts.Address)
+	if err != nil {
+		return usageErr("invalid --address %q: %v", opts.Address, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 1 || port > 65535 {
+		return usageErr("invalid port in --address %q", opts.Address)
+	}
+	if host == "" || host == "localhost" {
+		host = "127.0.0.1"
+	}
+	log := cfg.Logger
+	srv, err := devserver.Start(ctx, devserver.Options{
+		Bin:      f.TemporalBin,
+		IP:       host,
+		Port:     port,
+		UIPort:   f.UIPort,
+		Headless: f.Headless,
+		DBFile:   f.DBFile,
+		LogLevel: f.ServerLog,
+		Stdout:   opts.Streams.Err,
+		Stderr:   opts.Streams.Err,
+	})
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("dev: %w", err)}
+	}
+	defer func() {
+		log.Info("stopping Temporal dev server")
+		if err := srv.Stop(15 * time.Second); err != nil {
+			log.Warn("stop Temporal dev server", "error", err)
+		}
+	}()
+	log.Info("Temporal dev server ready", "address", srv.Address, "ui", srv.UIURL, "db", f.DBFile)
+
+	cfg.Address = srv.Address
+	// The worker stops when ctx ends (Ctrl-C) or when the server dies.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-srv.Done():
+			log.Error("Temporal dev server exited", "error", srv.Err())
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	if err := worker.Run(wctx, cfg); err != nil {
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("dev: worker: %w", err)}
+	}
+	select {
+	case <-srv.Done():
+		if ctx.Err() == nil {
+			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("dev: Temporal dev server exited: %v", srv.Err())}
+		}
+	default:
+	}
+	return nil
 }

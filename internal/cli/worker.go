@@ -1,19 +1,124 @@
 package cli
 
 import (
-	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/agentflow/agentflow/worker"
+	"github.com/agentflow/agentflow/workflows"
 )
 
-// TODO: placeholder until the engine lands; replace this file.
-func newWorkerCmd(_ *Options) *cobra.Command {
-	return &cobra.Command{
-		Use:    "worker",
-		Short:  "(not built yet)",
-		Hidden: true,
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("worker: the engine is not built yet")
+// workerFlags are the flags `worker` and `dev` share.
+type workerFlags struct {
+	TaskQueue          string
+	HealthAddr         string
+	MetricsAddr        string
+	WebhookURLs        []string
+	MaxConcurrentSteps int
+	CheckpointDir      string
+	LogDir             string
+	VaultDir           string
+	LogLevel           string
+	LogFormat          string
+	SandboxLabels      []string
+}
+
+func (f *workerFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.TaskQueue, "task-queue", workflows.TaskQueue, "Temporal task queue to poll")
+	fl.StringVar(&f.HealthAddr, "health-addr", worker.DefaultHealthAddr, `listen address of /healthz ("-" disables)`)
+	fl.StringVar(&f.MetricsAddr, "metrics-addr", worker.DefaultMetricsAddr, `listen address of Prometheus /metrics (may equal --health-addr; "-" disables)`)
+	fl.StringArrayVar(&f.WebhookURLs, "webhook-url", nil, "POST a JSON event here when any run ends (repeatable)")
+	fl.IntVar(&f.MaxConcurrentSteps, "max-concurrent-steps", worker.DefaultMaxConcurrentSteps, "steps (sandboxes) this worker runs at once")
+	fl.StringVar(&f.CheckpointDir, "checkpoint-dir", worker.DefaultCheckpointDir, "local checkpoint store directory")
+	fl.StringVar(&f.LogDir, "log-dir", envOr("AGENTFLOW_LOG_DIR", worker.DefaultLogDir), "local step log directory, read by agentctl logs (env AGENTFLOW_LOG_DIR)")
+	fl.StringVar(&f.VaultDir, "vault-dir", os.Getenv("AGENTFLOW_VAULT_DIR"), "development Vault: vault://a/b/key reads <dir>/a/b/key (env AGENTFLOW_VAULT_DIR)")
+	fl.StringArrayVar(&f.SandboxLabels, "sandbox-label", nil, "KEY=VALUE label added to every sandbox (repeatable)")
+	fl.StringVar(&f.LogLevel, "log-level", "info", "debug|info|warn|error")
+	fl.StringVar(&f.LogFormat, "log-format", "text", "text|json")
+}
+
+func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, error) {
+	if f.MaxConcurrentSteps < 1 {
+		return worker.Config{}, usageErr("--max-concurrent-steps must be at least 1")
+	}
+	logger, err := newLogger(errOut, f.LogLevel, f.LogFormat)
+	if err != nil {
+		return worker.Config{}, err
+	}
+	labels := map[string]string{}
+	for _, kv := range f.SandboxLabels {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return worker.Config{}, usageErr("invalid --sandbox-label %q: want KEY=VALUE", kv)
+		}
+		labels[k] = v
+	}
+	return worker.Config{
+		Address:            opts.Address,
+		Namespace:          opts.Namespace,
+		TaskQueue:          f.TaskQueue,
+		HealthAddr:         f.HealthAddr,
+		MetricsAddr:        f.MetricsAddr,
+		WebhookURLs:        f.WebhookURLs,
+		MaxConcurrentSteps: f.MaxConcurrentSteps,
+		CheckpointDir:      f.CheckpointDir,
+		LogDir:             f.LogDir,
+		VaultDir:           f.VaultDir,
+		Logger:             logger,
+		SandboxLabels:      labels,
+	}, nil
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageErr("invalid --log-level %q: want debug, info, warn or error", level)
+	}
+	hopts := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, hopts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, hopts)), nil
+	default:
+		return nil, usageErr("invalid --log-format %q: want text or json", format)
+	}
+}
+
+func newWorkerCmd(opts *Options) *cobra.Command {
+	var f workerFlags
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run an agentflow worker (workflows, sandboxed steps, health, metrics)",
+		Long: `Run the agentflow worker: it polls the Temporal task queue, interprets
+AgentWorkflow runs and executes each step in a hardened Docker sandbox. It
+serves /healthz ({"status":"ok"} only when Temporal and Docker answer) and
+Prometheus /metrics, reaps orphaned sandboxes at start and every minute, and
+on SIGTERM stops taking work and waits for running steps (up to 30 s).
+
+Secrets are resolved on the worker: env://VAR from its environment,
+file:///path from its filesystem, vault://path/key from --vault-dir.`,
+		Example: `  agentctl worker
+  agentctl worker --max-concurrent-steps 8 --metrics-addr :9100 --webhook-url http://127.0.0.1:9999/hook
+  TEMPORAL_ADDRESS=temporal.internal:7233 agentctl worker --vault-dir /etc/agentflow/vault`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.config(opts, opts.Streams.Err)
+			if err != nil {
+				return err
+			}
+			if err := worker.Run(cmd.Context(), cfg); err != nil {
+				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("worker: %w", err)}
+			}
+			return nil
 		},
 	}
+	f.register(cmd)
+	return cmd
 }

@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestWorkerAndDevUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "worker zero concurrency", args: []string{"worker", "--max-concurrent-steps", "0"}, want: "--max-concurrent-steps"},
+		{name: "worker bad log level", args: []string{"worker", "--log-level", "loud"}, want: "--log-level"},
+		{name: "worker bad log format", args: []string{"worker", "--log-format", "xml"}, want: "--log-format"},
+		{name: "worker positional arg", args: []string{"worker", "extra"}, want: "unknown command"},
+		{name: "worker unknown flag", args: []string{"worker", "--nope"}, want: "unknown flag"},
+		{name: "worker bad sandbox label", args: []string{"worker", "--sandbox-label", "novalue"}, want: "--sandbox-label"},
+		{name: "dev bad address", args: []string{"--address", "no-port", "dev"}, want: "invalid --address"},
+		{name: "dev bad port", args: []string{"--address", "127.0.0.1:http", "dev"}, want: "invalid port"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := Run(context.Background(), "test", tc.args, Streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
+			require.Equal(t, ExitInvalid, code, errOut.String())
+			require.Contains(t, errOut.String(), tc.want)
+		})
+	}
+}
+
+func TestWorkerHelpListsFlags(t *testing.T) {
+	var out bytes.Buffer
+	code := Run(context.Background(), "test", []string{"worker", "--help"}, Streams{In: strings.NewReader(""), Out: &out, Err: &out})
+	require.Equal(t, ExitOK, code)
+	for _, f := range []string{"--task-queue", "--health-addr", "--metrics-addr", "--webhook-url", "--max-concurrent-steps", "--checkpoint-dir", "--log-dir", "--vault-dir"} {
+		require.Contains(t, out.String(), f)
+	}
+}
