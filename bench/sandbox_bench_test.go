@@ -1,0 +1,194 @@
+//go:build integration
+
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentflow/agentflow/exechost"
+	"github.com/agentflow/agentflow/exechost/checkpoint"
+	"github.com/agentflow/agentflow/exechost/docker"
+)
+
+const sandboxBenchImage = "agentflow/tool-echo:1.0"
+
+var sandboxLimits = exechost.ResourceLimits{
+	NanoCPUs: 1e9, MemoryBytes: 256 << 20, DiskBytes: 64 << 20, Pids: 128,
+	Runtime: 2 * time.Minute, MaxOutputBytes: 8 << 20,
+}
+
+// payload1K is a 1 KiB JSON object for the tool's stdin.
+func payload1K() []byte {
+	p := []byte(`{"text":"` + strings.Repeat("x", 1024-11) + `"}`)
+	if len(p) != 1024 {
+		panic(len(p))
+	}
+	return p
+}
+
+// TestSandboxCycleBench measures the full sandboxed step cycle (provision →
+// exec of a tool with 1 KiB JSON on stdin → checkpoint → terminate) against
+// a bare `docker run --rm -i` of the same image with the same hardening
+// flags, sequentially and 4 at a time, and prints medians and ratios.
+//
+//	AGENTFLOW_BENCH=1 go test -tags integration -run TestSandboxCycleBench -v ./bench/
+func TestSandboxCycleBench(t *testing.T) {
+	if os.Getenv("AGENTFLOW_BENCH") != "1" {
+		t.Skip("set AGENTFLOW_BENCH=1 to run the sandbox benchmark")
+	}
+	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := t.Context()
+	if _, err := c.Ping(ctx); err != nil {
+		if os.Getenv("AGENTFLOW_REQUIRE_DOCKER") == "1" {
+			t.Fatalf("no Docker daemon: %v", err)
+		}
+		t.Skipf("skipping: no Docker daemon answers (%v)", err)
+	}
+	img, err := c.ImageInspect(ctx, sandboxBenchImage)
+	require.NoError(t, err, "run `make images` first")
+	store, err := checkpoint.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	host, err := docker.New(docker.Options{Client: c, Store: store})
+	require.NoError(t, err)
+
+	n := 10
+	if v, err := strconv.Atoi(os.Getenv("AGENTFLOW_BENCH_N")); err == nil && v > 0 {
+		n = v
+	}
+	payload := payload1K()
+	var seq int
+	var seqMu sync.Mutex
+	nextID := func() exechost.ExecutionID {
+		seqMu.Lock()
+		defer seqMu.Unlock()
+		seq++
+		return exechost.ExecutionID(fmt.Sprintf("bench-%d-%d", os.Getpid(), seq))
+	}
+
+	ours := func() error {
+		id := nextID()
+		x, err := host.Provision(ctx, exechost.ProvisionRequest{ExecutionID: id, Image: img.ID, Resources: sandboxLimits,
+			Labels: map[string]string{"agentflow.test": "1"}})
+		if err != nil {
+			return err
+		}
+		defer host.Terminate(context.Background(), x.ExecutionID)
+		res, err := host.Exec(ctx, id, exechost.ExecRequest{Command: []string{"/bin/tool"}, Stdin: payload, Timeout: time.Minute})
+		if err != nil {
+			return err
+		}
+		if res.ExitCode != 0 || !bytes.Contains(res.Stdout, []byte(`"text"`)) {
+			return fmt.Errorf("tool: exit %d: %s %s", res.ExitCode, res.Stdout, res.Stderr)
+		}
+		ck, err := host.Checkpoint(ctx, id, exechost.CheckpointRequest{})
+		if err != nil {
+			return err
+		}
+		defer store.Delete(context.Background(), ck.CheckpointID)
+		return host.Terminate(ctx, id)
+	}
+	bare := func() error {
+		cmd := exec.CommandContext(ctx, "docker", "run", "--rm", "-i",
+			"--label", "agentflow.test=1",
+			"--read-only", "--network", "none", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+			"--user", "65532:65532", "--workdir", "/workspace",
+			"--cpus", "1", "--memory", strconv.FormatInt(sandboxLimits.MemoryBytes, 10),
+			"--memory-swap", strconv.FormatInt(sandboxLimits.MemoryBytes, 10),
+			"--pids-limit", strconv.FormatInt(sandboxLimits.Pids, 10), "--shm-size", "1m",
+			"--tmpfs", fmt.Sprintf("/workspace:rw,exec,nosuid,nodev,size=%d,uid=65532,gid=65532,mode=0700", sandboxLimits.DiskBytes),
+			"--tmpfs", "/tmp:rw,noexec,nosuid,nodev,size=67108864,mode=1777",
+			img.ID)
+		cmd.Stdin = bytes.NewReader(payload)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !bytes.Contains(out, []byte(`"text"`)) {
+			return fmt.Errorf("docker run: %v: %s", err, out)
+		}
+		return nil
+	}
+
+	// Warm up both paths once (image layers, page cache).
+	require.NoError(t, ours())
+	require.NoError(t, bare())
+
+	type row struct {
+		name           string
+		ours, bare     time.Duration
+		oursW, bareW   time.Duration // wall time of the whole batch
+		concurrency, n int
+	}
+	var rows []row
+	for _, conc := range []int{1, 4} {
+		// Interleave the two so drift (other load on the machine) hits both.
+		var o, b []time.Duration
+		var ow, bw time.Duration
+		for range max(1, n/conc) {
+			d, w, err := batch(conc, ours)
+			require.NoError(t, err)
+			o, ow = append(o, d...), ow+w
+			d, w, err = batch(conc, bare)
+			require.NoError(t, err)
+			b, bw = append(b, d...), bw+w
+		}
+		rows = append(rows, row{name: fmt.Sprintf("concurrency %d", conc), ours: median(o), bare: median(b),
+			oursW: ow, bareW: bw, concurrency: conc, n: len(o)})
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\nsandbox step cycle vs bare hardened docker run --rm (image %s, 1 KiB JSON stdin)\n", sandboxBenchImage)
+	fmt.Fprintf(&sb, "%-14s %4s %14s %14s %7s %12s %12s\n", "mode", "n", "ours median", "bare median", "ratio", "ours wall", "bare wall")
+	for _, r := range rows {
+		fmt.Fprintf(&sb, "%-14s %4d %14s %14s %7.2f %12s %12s\n", r.name, r.n, r.ours.Round(time.Millisecond), r.bare.Round(time.Millisecond),
+			float64(r.ours)/float64(r.bare), r.oursW.Round(time.Millisecond), r.bareW.Round(time.Millisecond))
+	}
+	t.Log(sb.String())
+	fmt.Print(sb.String())
+}
+
+// batch runs f conc times at once and returns each duration and the wall
+// time of the batch.
+func batch(conc int, f func() error) ([]time.Duration, time.Duration, error) {
+	durs := make([]time.Duration, conc)
+	errs := make([]error, conc)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := time.Now()
+			errs[i] = f()
+			durs[i] = time.Since(s)
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	for _, err := range errs {
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	return durs, wall, nil
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

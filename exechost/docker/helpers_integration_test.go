@@ -1,0 +1,164 @@
+//go:build integration
+
+package docker_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/errdefs"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentflow/agentflow/exechost"
+	"github.com/agentflow/agentflow/exechost/checkpoint"
+	"github.com/agentflow/agentflow/exechost/docker"
+	"github.com/agentflow/agentflow/exechost/docker/policy"
+)
+
+const baseTag = "agentflow/base:latest"
+
+// suiteLabel marks this package's containers, so the leftover check and the
+// reaper test never touch containers of other suites running concurrently.
+var suiteLabel = fmt.Sprintf("exechost-docker-%d", os.Getpid())
+
+var testLabels = map[string]string{"agentflow.test": "1", "agentflow.test.suite": suiteLabel}
+
+// TestMain fails the package when any test container is left behind.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation()); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		list, err := c.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "agentflow.test=1"), filters.Arg("label", "agentflow.test.suite="+suiteLabel))})
+		cancel()
+		if err == nil && len(list) > 0 {
+			for _, s := range list {
+				fmt.Fprintf(os.Stderr, "LEFTOVER container %s %v %s\n", s.ID[:12], s.Names, s.State)
+			}
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// dockerClient returns a client to a live daemon or skips; with
+// AGENTFLOW_REQUIRE_DOCKER=1 a missing daemon fails the test instead.
+func dockerClient(t *testing.T) *client.Client {
+	t.Helper()
+	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err == nil {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		_, err = c.Ping(ctx)
+		cancel()
+	}
+	if err != nil {
+		if os.Getenv("AGENTFLOW_REQUIRE_DOCKER") == "1" {
+			t.Fatalf("AGENTFLOW_REQUIRE_DOCKER=1 but no Docker daemon answers: %v", err)
+		}
+		t.Skipf("skipping: no Docker daemon answers (%v); set AGENTFLOW_REQUIRE_DOCKER=1 to fail instead", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// imageID resolves a local tag to its immutable ID.
+func imageID(t *testing.T, c *client.Client, tag string) string {
+	t.Helper()
+	img, err := c.ImageInspect(t.Context(), tag)
+	if errdefs.IsNotFound(err) {
+		t.Fatalf("image %s not found: run `make images` (tools/build-images.sh) first", tag)
+	}
+	require.NoError(t, err)
+	return img.ID
+}
+
+type env struct {
+	c     *client.Client
+	host  *docker.Host
+	store *checkpoint.Local
+	base  string
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	c := dockerClient(t)
+	store, err := checkpoint.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	h, err := docker.New(docker.Options{Client: c, Store: store, KillGrace: time.Second})
+	require.NoError(t, err)
+	return &env{c: c, host: h, store: store, base: imageID(t, c, baseTag)}
+}
+
+func limits() exechost.ResourceLimits {
+	return exechost.ResourceLimits{
+		NanoCPUs: 1e9, MemoryBytes: 128 << 20, DiskBytes: 32 << 20, Pids: 64,
+		Runtime: 2 * time.Minute, MaxOutputBytes: 1 << 20,
+	}
+}
+
+var idSeq int
+
+func newID(t *testing.T) exechost.ExecutionID {
+	idSeq++
+	return exechost.ExecutionID(fmt.Sprintf("test/%s/%d/%d", strings.ReplaceAll(t.Name(), "/", "_"), os.Getpid(), idSeq))
+}
+
+// provision creates a sandbox that is terminated when the test ends.
+func (e *env) provision(t *testing.T, mutate func(*exechost.ProvisionRequest)) (*exechost.Execution, exechost.ProvisionRequest) {
+	t.Helper()
+	req := exechost.ProvisionRequest{ExecutionID: newID(t), Image: e.base, Resources: limits(), Network: exechost.NetworkNone, Labels: testLabels}
+	if mutate != nil {
+		mutate(&req)
+	}
+	x, err := e.host.Provision(t.Context(), req)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, e.host.Terminate(context.Background(), x.ExecutionID)) })
+	return x, req
+}
+
+func (e *env) sh(t *testing.T, id exechost.ExecutionID, script string) *exechost.ExecResult {
+	t.Helper()
+	res, err := e.host.Exec(t.Context(), id, exechost.ExecRequest{Command: []string{"/bin/sh", "-c", script}, Timeout: 30 * time.Second})
+	require.NoError(t, err)
+	return res
+}
+
+// containersOf lists the containers labelled with an execution.
+func (e *env) containersOf(t *testing.T, id exechost.ExecutionID) []container.Summary {
+	t.Helper()
+	list, err := e.c.ContainerList(context.Background(), container.ListOptions{All: true,
+		Filters: filters.NewArgs(filters.Arg("label", policy.LabelExecution+"="+string(id)))})
+	require.NoError(t, err)
+	return list
+}
+
+func (e *env) requireGone(t *testing.T, id exechost.ExecutionID) {
+	t.Helper()
+	require.Empty(t, e.containersOf(t, id), "sandbox of %s must be gone", id)
+}
+
+// secondImage commits the base rootfs as a new image with another label, so
+// a restore can target a different image ID.
+func (e *env) secondImage(t *testing.T) string {
+	t.Helper()
+	ctx := t.Context()
+	cr, err := e.c.ContainerCreate(ctx, &container.Config{Image: e.base, Labels: testLabels, Entrypoint: []string{"true"}}, nil, nil, nil, "")
+	require.NoError(t, err)
+	defer e.c.ContainerRemove(context.Background(), cr.ID, container.RemoveOptions{Force: true})
+	resp, err := e.c.ContainerCommit(ctx, cr.ID, container.CommitOptions{
+		Reference: "agentflow-test/restore-target:c", Changes: []string{"LABEL agentflow.test=1", "LABEL variant=restore-target"},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, _ = e.c.ImageRemove(context.Background(), resp.ID, image.RemoveOptions{Force: true, PruneChildren: true})
+	})
+	require.NotEqual(t, e.base, resp.ID)
+	return resp.ID
+}

@@ -1,0 +1,440 @@
+// Package docker is the reference ExecutionHost: one hardened, network-less
+// container per execution. Responsibilities are split as the boundary's
+// design asks: policy/ validates and builds configuration, runner/ runs
+// processes (deadline, abort, output cap), workspace/ moves /workspace in and
+// out as tar streams; this package holds only lifecycle and ownership state.
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/errdefs"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/agentflow/agentflow/exechost"
+	"github.com/agentflow/agentflow/exechost/checkpoint"
+	"github.com/agentflow/agentflow/exechost/docker/policy"
+	"github.com/agentflow/agentflow/exechost/docker/runner"
+	"github.com/agentflow/agentflow/exechost/docker/workspace"
+)
+
+// Client is the part of *client.Client the host uses.
+type Client interface {
+	runner.Client
+	ReaperClient
+	ContainerCreate(ctx context.Context, config *container.Config, hostConfig *container.HostConfig, networkingConfig *network.NetworkingConfig, platform *ocispec.Platform, containerName string) (container.CreateResponse, error)
+	ContainerStart(ctx context.Context, containerID string, options container.StartOptions) error
+	ContainerInspect(ctx context.Context, containerID string) (container.InspectResponse, error)
+	ImageInspect(ctx context.Context, imageID string, inspectOpts ...client.ImageInspectOption) (image.InspectResponse, error)
+}
+
+var _ Client = (*client.Client)(nil)
+
+// Options configure a Host.
+type Options struct {
+	Client Client
+	Store  checkpoint.Store
+	// Owner labels every sandbox this host creates (default DefaultOwner()).
+	Owner string
+	// Policy: user, image pinning, ceilings, tmpfs sizes.
+	Policy policy.Config
+	// KillGrace is the time between SIGTERM and removal (default 5 s).
+	KillGrace time.Duration
+	// MaxWorkspaceEntries bounds files per workspace stream (default 1e6).
+	MaxWorkspaceEntries int
+	Logger              *slog.Logger
+}
+
+// Host implements exechost.ExecutionHost on a Docker daemon.
+type Host struct {
+	c       Client
+	store   checkpoint.Store
+	policy  *policy.Policy
+	run     *runner.Runner
+	owner   string
+	entries int
+	log     *slog.Logger
+
+	mu    sync.Mutex
+	execs map[exechost.ExecutionID]*execution
+	// gone remembers recently ended executions so later calls report
+	// ErrTerminated rather than ErrNotFound.
+	gone map[exechost.ExecutionID]time.Time
+}
+
+const maxTombstones = 10000
+
+var _ exechost.ExecutionHost = (*Host)(nil)
+
+// execution is the host's state for one sandbox. mu serialises Exec and
+// Checkpoint (and the provisioning itself); terminated is read without it so
+// Terminate never waits for a running command.
+type execution struct {
+	mu          sync.Mutex
+	ready       bool
+	id          exechost.ExecutionID
+	containerID string // written under both mu and Host.mu
+	imageID     string
+	image       string // as requested
+	resources   exechost.ResourceLimits
+	deadline    time.Time
+	timer       *time.Timer
+	oomKills    int64
+	terminated  atomic.Bool
+}
+
+// New returns a Host. It does not contact the daemon.
+func New(opts Options) (*Host, error) {
+	if opts.Client == nil || opts.Store == nil {
+		return nil, errors.New("docker host: Client and Store are required")
+	}
+	p, err := policy.New(opts.Policy)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Owner == "" {
+		opts.Owner = DefaultOwner()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxWorkspaceEntries <= 0 {
+		opts.MaxWorkspaceEntries = 1_000_000
+	}
+	return &Host{
+		c:       opts.Client,
+		store:   opts.Store,
+		policy:  p,
+		run:     runner.New(opts.Client, runner.Options{Grace: opts.KillGrace, Logger: opts.Logger}),
+		owner:   opts.Owner,
+		entries: opts.MaxWorkspaceEntries,
+		log:     opts.Logger,
+		execs:   make(map[exechost.ExecutionID]*execution),
+		gone:    make(map[exechost.ExecutionID]time.Time),
+	}, nil
+}
+
+// Owner is the owner label of this host's sandboxes.
+func (h *Host) Owner() string { return h.owner }
+
+// Provision implements exechost.ExecutionHost. A second Provision of a live
+// execution with the same image returns it unchanged; a leftover container
+// with the same ID that this host does not track is replaced.
+func (h *Host) Provision(ctx context.Context, req exechost.ProvisionRequest) (*exechost.Execution, error) {
+	if err := h.policy.ValidateProvision(req); err != nil {
+		return nil, fmt.Errorf("provision %s: %w", req.ExecutionID, err)
+	}
+	for {
+		h.mu.Lock()
+		e, ok := h.execs[req.ExecutionID]
+		if !ok {
+			e = &execution{id: req.ExecutionID}
+			h.execs[req.ExecutionID] = e
+			delete(h.gone, req.ExecutionID) // an ID may be provisioned again after it ended
+		}
+		h.mu.Unlock()
+
+		e.mu.Lock()
+		if !h.current(e) {
+			e.mu.Unlock() // ended or failed while we waited: look again
+			continue
+		}
+		if e.ready {
+			defer e.mu.Unlock()
+			if e.image != req.Image {
+				return nil, fmt.Errorf("provision %s: already running with image %s: %w",
+					req.ExecutionID, e.image, &exechost.PolicyError{Field: "execution_id", Reason: "in use with another image"})
+			}
+			return e.describe(), nil
+		}
+		x, err := h.provision(ctx, e, req)
+		if err != nil {
+			h.forget(e, false)
+		}
+		e.mu.Unlock()
+		if err != nil {
+			return nil, fmt.Errorf("provision %s: %w", req.ExecutionID, err)
+		}
+		return x, nil
+	}
+}
+
+// current reports whether e is the registered record of its ID.
+func (h *Host) current(e *execution) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.execs[e.id] == e && !e.terminated.Load()
+}
+
+func (e *execution) describe() *exechost.Execution {
+	return &exechost.Execution{ExecutionID: e.id, ImageDigest: e.imageID, Deadline: e.deadline}
+}
+
+// forget drops e from the table if it is still the registered record; an
+// ended execution leaves a tombstone.
+func (h *Host) forget(e *execution, ended bool) (containerID string) {
+	h.mu.Lock()
+	if h.execs[e.id] == e {
+		delete(h.execs, e.id)
+		if ended {
+			h.tombstone(e.id)
+		}
+	}
+	t, containerID := e.timer, e.containerID
+	h.mu.Unlock()
+	if t != nil {
+		t.Stop()
+	}
+	return containerID
+}
+
+// tombstone records an ended ID; h.mu is held.
+func (h *Host) tombstone(id exechost.ExecutionID) {
+	now := time.Now()
+	if len(h.gone) >= maxTombstones {
+		for k, t := range h.gone {
+			if now.Sub(t) > time.Hour || len(h.gone) >= maxTombstones {
+				delete(h.gone, k)
+			}
+		}
+	}
+	h.gone[id] = now
+}
+
+func (h *Host) provision(ctx context.Context, e *execution, req exechost.ProvisionRequest) (*exechost.Execution, error) {
+	start := time.Now()
+	img, err := h.c.ImageInspect(ctx, req.Image)
+	if errdefs.IsNotFound(err) {
+		return nil, fmt.Errorf("image %s: %w", req.Image, exechost.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("inspect image %s: %w", req.Image, err)
+	}
+	if img.Config != nil {
+		if err := policy.CheckImageVolumes(img.Config.Volumes); err != nil {
+			return nil, err
+		}
+	}
+
+	// Everything the workspace needs is checked before a container exists.
+	var layers []workspace.Opener
+	switch ws := req.Workspace; {
+	case ws.Git != nil:
+		commit, err := workspace.ResolveRevision(ctx, ws.Git.RepositoryPath, ws.Git.Revision)
+		if err != nil {
+			return nil, err
+		}
+		repo := ws.Git.RepositoryPath
+		layers = append(layers, func(ctx context.Context) (io.ReadCloser, error) {
+			return workspace.GitArchive(ctx, repo, commit)
+		})
+	case len(ws.Checkpoints) > 0:
+		for _, id := range ws.Checkpoints {
+			if _, err := h.store.Stat(ctx, id); err != nil {
+				return nil, err
+			}
+			layers = append(layers, func(ctx context.Context) (io.ReadCloser, error) {
+				_, rc, err := h.store.Get(ctx, id)
+				return rc, err
+			})
+		}
+	}
+
+	deadline := time.Now().Add(req.Resources.Runtime)
+	spec := h.policy.Build(req, policy.Meta{Owner: h.owner, ImageID: img.ID, Deadline: deadline})
+	id, err := h.create(ctx, req.ExecutionID, spec)
+	if err != nil {
+		return nil, err
+	}
+	// From here on a failure must remove the container.
+	fail := func(err error) (*exechost.Execution, error) {
+		h.remove(context.WithoutCancel(ctx), id)
+		return nil, err
+	}
+	h.mu.Lock()
+	e.containerID = id
+	h.mu.Unlock()
+	if e.terminated.Load() {
+		return fail(exechost.ErrTerminated)
+	}
+	if err := h.c.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return fail(fmt.Errorf("start sandbox: %w", err))
+	}
+	e.imageID, e.image = img.ID, req.Image
+	e.resources, e.deadline = req.Resources, deadline
+	if len(layers) > 0 {
+		ictx, cancel := context.WithDeadline(ctx, deadline)
+		_, err := workspace.Import(ictx, h.run, id, h.policy.User(),
+			workspace.Limits{MaxBytes: req.Resources.DiskBytes, MaxEntries: h.entries}, layers...)
+		cancel()
+		if err != nil {
+			switch {
+			case req.Workspace.Git != nil && errors.Is(err, workspace.ErrUnsafeEntry):
+				err = &exechost.PolicyError{Field: "workspace.git", Reason: err.Error()}
+			case len(req.Workspace.Checkpoints) > 0 && (errors.Is(err, workspace.ErrUnsafeEntry) || errors.Is(err, workspace.ErrTooLarge)):
+				err = fmt.Errorf("%w: %w", exechost.ErrCorruptCheckpoint, err)
+			}
+			return fail(err)
+		}
+	}
+	// The host-side deadline, in case the in-container one does not fire.
+	h.mu.Lock()
+	e.timer = time.AfterFunc(time.Until(deadline)+time.Second, func() { h.expire(e) })
+	h.mu.Unlock()
+	e.ready = true
+	if e.terminated.Load() { // Terminate raced with the last steps
+		return fail(exechost.ErrTerminated)
+	}
+	h.log.Debug("provisioned sandbox", "execution_id", req.ExecutionID, "container_id", id,
+		"image", img.ID, "duration_ms", time.Since(start).Milliseconds())
+	return e.describe(), nil
+}
+
+// create makes the container, replacing a leftover with the same name that
+// an earlier attempt (of this or a dead process) left behind.
+func (h *Host) create(ctx context.Context, execID exechost.ExecutionID, spec policy.Spec) (string, error) {
+	for attempt := 0; ; attempt++ {
+		resp, err := h.c.ContainerCreate(ctx, spec.Config, spec.HostConfig, spec.Network, nil, spec.Name)
+		if err == nil {
+			for _, w := range resp.Warnings {
+				h.log.Warn("docker create warning", "execution_id", execID, "warning", w)
+			}
+			return resp.ID, nil
+		}
+		if !errdefs.IsConflict(err) || attempt > 0 {
+			return "", fmt.Errorf("create sandbox: %w", err)
+		}
+		old, ierr := h.c.ContainerInspect(ctx, spec.Name)
+		if errdefs.IsNotFound(ierr) {
+			continue // removed meanwhile (auto-remove)
+		}
+		if ierr != nil {
+			return "", fmt.Errorf("create sandbox: inspect %s: %w", spec.Name, ierr)
+		}
+		if old.Config == nil || old.Config.Labels[policy.LabelManaged] != "true" ||
+			old.Config.Labels[policy.LabelExecution] != string(execID) {
+			return "", fmt.Errorf("create sandbox: name %s is taken by a container agentflow does not manage", spec.Name)
+		}
+		h.log.Info("replacing leftover sandbox", "execution_id", execID, "container_id", old.ID,
+			"owner", old.Config.Labels[policy.LabelOwner])
+		h.remove(ctx, old.ID)
+	}
+}
+
+func (h *Host) remove(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err := h.c.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !errdefs.IsNotFound(err) && !errdefs.IsConflict(err) {
+		h.log.Warn("remove sandbox", "container_id", id, "error", err)
+	}
+}
+
+// lookup returns a live execution, locked. The caller unlocks e.mu.
+func (h *Host) lookup(id exechost.ExecutionID) (*execution, error) {
+	h.mu.Lock()
+	e, ok := h.execs[id]
+	_, ended := h.gone[id]
+	h.mu.Unlock()
+	if !ok {
+		if ended {
+			return nil, fmt.Errorf("execution %s: %w", id, exechost.ErrTerminated)
+		}
+		return nil, fmt.Errorf("execution %s: %w", id, exechost.ErrNotFound)
+	}
+	e.mu.Lock()
+	if !e.ready {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("execution %s: %w", id, exechost.ErrNotFound)
+	}
+	if e.terminated.Load() {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("execution %s: %w", id, exechost.ErrTerminated)
+	}
+	return e, nil
+}
+
+// lost records that the sandbox is gone (destroyed by a limit, removed
+// underneath us, or past its deadline).
+func (h *Host) lost(e *execution) {
+	e.terminated.Store(true)
+	if id := h.forget(e, true); id != "" {
+		h.remove(context.Background(), id)
+	}
+}
+
+// expire is the host-side runtime deadline.
+func (h *Host) expire(e *execution) {
+	if e.terminated.Load() {
+		return
+	}
+	h.log.Info("sandbox deadline passed", "execution_id", e.id, "container_id", e.containerID)
+	h.lost(e)
+}
+
+// Terminate implements exechost.ExecutionHost. It does not wait for a
+// running Exec: removing the container ends it, and that Exec returns
+// ErrTerminated.
+func (h *Host) Terminate(ctx context.Context, id exechost.ExecutionID) error {
+	h.mu.Lock()
+	e, ok := h.execs[id]
+	var containerID string
+	if ok {
+		delete(h.execs, id)
+		h.tombstone(id)
+		e.terminated.Store(true)
+		containerID = e.containerID
+		if e.timer != nil {
+			e.timer.Stop()
+		}
+	}
+	h.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	// A provision still before container creation sees terminated and
+	// removes its own container.
+	if containerID != "" {
+		err := h.c.ContainerRemove(context.WithoutCancel(ctx), containerID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !errdefs.IsNotFound(err) && !errdefs.IsConflict(err) {
+			return fmt.Errorf("terminate %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// Reap removes stale sandboxes: see the package-level Reap. Sandboxes of
+// this host that it no longer tracks are reaped too. labels, if any, narrow
+// the sweep.
+func (h *Host) Reap(ctx context.Context, labels map[string]string) ([]Reaped, error) {
+	return Reap(ctx, h.c, ReapOptions{
+		Owner:  h.owner,
+		Labels: labels,
+		Logger: h.log,
+		Keep: func(id exechost.ExecutionID) bool {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			_, ok := h.execs[id]
+			return ok
+		},
+	})
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,5 @@
+package runner
+
+import "runtime"
+
+func runtimeGosched() { runtime.Gosched() }

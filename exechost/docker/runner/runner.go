@@ -1,0 +1,361 @@
+// Package runner runs one process in a sandbox container through the Docker
+// exec API: stdin, a deadline, abort, and a cap on combined stdout+stderr.
+// When a command times out, overflows its cap or is aborted, the runner
+// destroys the whole container: the docker exec client going away does not
+// stop the process, and a half-killed sandbox is worth nothing.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/errdefs"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/agentflow/agentflow/exechost"
+)
+
+// Client is the part of the Docker client the runner uses.
+type Client interface {
+	ContainerExecCreate(ctx context.Context, containerID string, options container.ExecOptions) (container.ExecCreateResponse, error)
+	ContainerExecAttach(ctx context.Context, execID string, config container.ExecAttachOptions) (types.HijackedResponse, error)
+	ContainerExecStart(ctx context.Context, execID string, config container.ExecStartOptions) error
+	ContainerExecInspect(ctx context.Context, execID string) (container.ExecInspect, error)
+	ContainerRemove(ctx context.Context, containerID string, options container.RemoveOptions) error
+}
+
+// ErrContainerGone: the container disappeared (removed, or its runtime
+// deadline ended it) while or before the command ran.
+var ErrContainerGone = errors.New("container gone")
+
+// Command is one process to run.
+type Command struct {
+	Argv    []string
+	Env     []string
+	User    string // numeric uid:gid
+	WorkDir string
+	// Stdin is copied to the process and then closed; nil means no stdin.
+	// A read error from Stdin (not the process refusing input) aborts the
+	// command and destroys the container.
+	Stdin io.Reader
+	// Stdout and Stderr receive the demultiplexed streams (nil discards). A
+	// write error aborts the command and destroys the container.
+	Stdout, Stderr io.Writer
+	// MaxOutput caps stdout+stderr together; <= 0 means no cap.
+	MaxOutput int64
+	// Timeout bounds the command; <= 0 means only ctx bounds it.
+	Timeout time.Duration
+}
+
+// Result is what happened. When Destroyed is set the container was removed
+// and Run also returned an error saying why.
+type Result struct {
+	ExitCode  int
+	Duration  time.Duration
+	TimedOut  bool
+	Truncated bool
+	Aborted   bool
+	Destroyed bool
+}
+
+// Options tune a Runner; zero values take defaults.
+type Options struct {
+	// Grace is how long tools get between SIGTERM and the container's
+	// removal (default 5 s).
+	Grace time.Duration
+	// Poll is how often a running exec is inspected, which is how a tool
+	// whose children keep stdout open is noticed to have exited (default
+	// 250 ms).
+	Poll time.Duration
+	// Drain is how long output may still arrive after the process exited
+	// before the stream is cut (default 250 ms).
+	Drain  time.Duration
+	Logger *slog.Logger
+}
+
+// Runner runs commands. It holds no per-container state and is safe for
+// concurrent use; callers serialise commands per container if they need to.
+type Runner struct {
+	c    Client
+	opts Options
+}
+
+// New returns a Runner.
+func New(c Client, opts Options) *Runner {
+	if opts.Grace <= 0 {
+		opts.Grace = 5 * time.Second
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = 250 * time.Millisecond
+	}
+	if opts.Drain <= 0 {
+		opts.Drain = 250 * time.Millisecond
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Runner{c: c, opts: opts}
+}
+
+var errOverflow = errors.New("output cap reached")
+
+// sinkError marks a failure of the caller's Stdout/Stderr writer, so it is
+// told apart from the stream itself breaking.
+type sinkError struct{ err error }
+
+func (e *sinkError) Error() string { return e.err.Error() }
+func (e *sinkError) Unwrap() error { return e.err }
+
+// capped counts both streams against one limit.
+type capped struct {
+	limit int64
+	n     int64
+}
+
+type cappedWriter struct {
+	c *capped
+	w io.Writer
+}
+
+func (cw cappedWriter) Write(p []byte) (int, error) {
+	c := cw.c
+	over := false
+	if c.limit > 0 && c.n+int64(len(p)) > c.limit {
+		p, over = p[:c.limit-c.n], true
+	}
+	c.n += int64(len(p))
+	if cw.w != nil && len(p) > 0 {
+		if _, err := cw.w.Write(p); err != nil {
+			return 0, &sinkError{err}
+		}
+	}
+	if over {
+		return len(p), errOverflow
+	}
+	return len(p), nil
+}
+
+// Run executes cmd in the container and waits for it.
+func (r *Runner) Run(ctx context.Context, containerID string, cmd Command) (Result, error) {
+	start := time.Now()
+	res := Result{ExitCode: -1}
+	created, err := r.c.ContainerExecCreate(ctx, containerID, container.ExecOptions{
+		User:         cmd.User,
+		WorkingDir:   cmd.WorkDir,
+		Env:          cmd.Env,
+		Cmd:          cmd.Argv,
+		AttachStdin:  cmd.Stdin != nil,
+		AttachStdout: true,
+		AttachStderr: true,
+	})
+	if err != nil {
+		return res, classify(fmt.Errorf("create exec in %s: %w", containerID, err))
+	}
+	hj, err := r.c.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return res, classify(fmt.Errorf("attach exec in %s: %w", containerID, err))
+	}
+	var closeOnce sync.Once
+	closeConn := func() { closeOnce.Do(hj.Close) }
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer closeConn()
+
+	outCh := make(chan error, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c := &capped{limit: cmd.MaxOutput}
+		_, err := stdcopy.StdCopy(cappedWriter{c, cmd.Stdout}, cappedWriter{c, cmd.Stderr}, hj.Reader)
+		outCh <- err
+		if err != nil {
+			// Keep reading (and dropping) until the connection is closed: a
+			// daemon blocked writing to us delays the container's removal.
+			_, _ = io.Copy(io.Discard, hj.Reader)
+		}
+	}()
+	inCh := make(chan error, 1)
+	if cmd.Stdin != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inCh <- copyStdin(hj, cmd.Stdin)
+		}()
+	}
+
+	var deadline <-chan time.Time
+	if cmd.Timeout > 0 {
+		t := time.NewTimer(cmd.Timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	poll := time.NewTimer(r.opts.Poll)
+	defer poll.Stop()
+
+	finish := func(why error) (Result, error) {
+		res.Duration = time.Since(start)
+		return res, why
+	}
+	destroy := func(why error) (Result, error) {
+		res.Destroyed = true
+		r.destroy(ctx, containerID, cmd.User, created.ID, outCh)
+		closeConn()
+		return finish(fmt.Errorf("exec in %s: %w", containerID, why))
+	}
+	// streamResult decides what a finished output stream means.
+	streamResult := func(err error) error {
+		var se *sinkError
+		switch {
+		case errors.Is(err, errOverflow):
+			res.Truncated = true
+			return fmt.Errorf("more than %d bytes of output: %w", cmd.MaxOutput, exechost.ErrOutputLimit)
+		case errors.As(err, &se):
+			res.Aborted = true
+			return fmt.Errorf("output sink: %w: %w", exechost.ErrAborted, se.err)
+		}
+		return nil
+	}
+
+	streamDone := false
+	for {
+		select {
+		case err := <-outCh:
+			outCh = nil
+			streamDone = true
+			if why := streamResult(err); why != nil {
+				return destroy(why)
+			}
+			// Normally the process has exited; inspect right away.
+		case err := <-inCh:
+			inCh = nil
+			if err != nil {
+				res.Aborted = true
+				return destroy(fmt.Errorf("stdin: %w: %w", exechost.ErrAborted, err))
+			}
+			continue
+		case <-deadline:
+			res.TimedOut = true
+			return destroy(fmt.Errorf("after %s: %w", cmd.Timeout, exechost.ErrTimeout))
+		case <-ctx.Done():
+			res.Aborted = true
+			return destroy(fmt.Errorf("%w: %w", exechost.ErrAborted, context.Cause(ctx)))
+		case <-poll.C:
+		}
+
+		ins, err := r.c.ContainerExecInspect(context.WithoutCancel(ctx), created.ID)
+		if err != nil {
+			return finish(classify(fmt.Errorf("inspect exec in %s: %w", containerID, err)))
+		}
+		if ins.Running {
+			next := r.opts.Poll
+			if streamDone {
+				next = 10 * time.Millisecond // output ended, exit status is moments away
+			}
+			poll.Reset(next)
+			continue
+		}
+		res.ExitCode = ins.ExitCode
+		if !streamDone {
+			// The process exited but something it started still holds
+			// stdout: take what arrives shortly, then stop listening.
+			drain := time.NewTimer(r.opts.Drain)
+			select {
+			case err := <-outCh:
+				drain.Stop()
+				outCh = nil
+				if why := streamResult(err); why != nil {
+					return destroy(why)
+				}
+			case <-drain.C:
+				r.opts.Logger.Debug("exec exited with output still open; cut the stream",
+					"container_id", containerID, "exec_id", created.ID)
+				closeConn()
+			}
+		}
+		return finish(nil)
+	}
+}
+
+// copyStdin feeds the process and closes its stdin. Only a failure to read
+// the source is reported: a process that exits without reading its input is
+// not an error of the input.
+func copyStdin(hj types.HijackedResponse, src io.Reader) error {
+	buf := make([]byte, 32<<10)
+	for {
+		n, rerr := src.Read(buf)
+		if n > 0 {
+			if _, werr := hj.Conn.Write(buf[:n]); werr != nil {
+				return nil
+			}
+		}
+		if errors.Is(rerr, io.EOF) {
+			_ = hj.CloseWrite()
+			return nil
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+}
+
+// destroy asks the tools to stop, gives them the grace period, then removes
+// the container. It runs on a context detached from ctx so an aborted
+// caller still gets its sandbox destroyed.
+func (r *Runner) destroy(ctx context.Context, containerID, user, execID string, outCh <-chan error) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.Grace+30*time.Second)
+	defer cancel()
+	log := r.opts.Logger.With("container_id", containerID)
+
+	// kill -1 signals every process the sandbox user may signal except
+	// PID 1 (the sleep deadline) and kill itself.
+	if k, err := r.c.ContainerExecCreate(cctx, containerID, container.ExecOptions{
+		User: user, Cmd: []string{"kill", "-TERM", "-1"},
+	}); err == nil {
+		if err := r.c.ContainerExecStart(cctx, k.ID, container.ExecStartOptions{Detach: true}); err != nil {
+			log.Debug("sigterm exec failed", "error", err)
+		}
+	} else {
+		log.Debug("sigterm exec not created", "error", err)
+	}
+
+	grace := time.NewTimer(r.opts.Grace)
+	defer grace.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case <-grace.C:
+			break wait
+		case <-outCh:
+			outCh = nil
+		case <-tick.C:
+			ins, err := r.c.ContainerExecInspect(cctx, execID)
+			if err != nil || !ins.Running {
+				break wait
+			}
+		}
+	}
+	err := r.c.ContainerRemove(cctx, containerID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !errdefs.IsNotFound(err) && !errdefs.IsConflict(err) {
+		// Conflict: removal already in progress (auto-remove).
+		log.Warn("remove sandbox", "error", err)
+	}
+}
+
+// classify maps "the container is not there / not running" to
+// ErrContainerGone so callers can tell a lost sandbox from a broken daemon.
+func classify(err error) error {
+	if errdefs.IsNotFound(err) || errdefs.IsConflict(err) {
+		return fmt.Errorf("%w: %w", ErrContainerGone, err)
+	}
+	return err
+}

@@ -1,0 +1,89 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/agentflow/agentflow/exechost"
+	"github.com/agentflow/agentflow/exechost/checkpoint"
+	"github.com/agentflow/agentflow/exechost/docker/runner"
+	"github.com/agentflow/agentflow/exechost/docker/workspace"
+)
+
+// Checkpoint implements exechost.ExecutionHost.
+func (h *Host) Checkpoint(ctx context.Context, id exechost.ExecutionID, req exechost.CheckpointRequest) (*exechost.Checkpoint, error) {
+	e, err := h.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	defer e.mu.Unlock()
+
+	ckID := exechost.CheckpointID("ckpt-" + randomHex(16))
+	ctx, cancel := context.WithDeadline(ctx, e.deadline)
+	defer cancel()
+
+	pr, pw := io.Pipe()
+	type putResult struct {
+		m   checkpoint.Manifest
+		err error
+	}
+	putDone := make(chan putResult, 1)
+	go func() {
+		m, err := h.store.Put(ctx, checkpoint.Manifest{
+			ID: ckID, ExecutionID: id, ImageDigest: e.imageID, Resources: e.resources, Reason: req.Reason,
+		}, pr)
+		pr.CloseWithError(err) // a failed store stops the export instead of blocking it
+		putDone <- putResult{m, err}
+	}()
+	res, expErr := workspace.Export(ctx, h.run, e.containerID, h.policy.User(),
+		workspace.Limits{MaxBytes: e.resources.DiskBytes, MaxEntries: h.entries}, pw)
+	pw.CloseWithError(expErr)
+	put := <-putDone
+	if res.Destroyed {
+		h.lost(e)
+	}
+	switch {
+	case expErr != nil:
+		_ = h.store.Delete(context.WithoutCancel(ctx), ckID)
+		if errors.Is(expErr, runner.ErrContainerGone) {
+			h.lost(e)
+			return nil, fmt.Errorf("checkpoint %s: %w: %w", id, exechost.ErrTerminated, expErr)
+		}
+		return nil, fmt.Errorf("checkpoint %s: %w", id, expErr)
+	case put.err != nil:
+		return nil, fmt.Errorf("checkpoint %s: %w", id, put.err)
+	}
+	m := put.m
+	return &exechost.Checkpoint{CheckpointID: m.ID, ExecutionID: m.ExecutionID, ImageDigest: m.ImageDigest,
+		SizeBytes: m.SizeBytes, SHA256: m.SHA256, CreatedAt: m.CreatedAt}, nil
+}
+
+// Restore implements exechost.ExecutionHost: a Provision, fully validated,
+// whose workspace is the checkpoint.
+func (h *Host) Restore(ctx context.Context, req exechost.RestoreRequest) (*exechost.Execution, error) {
+	m, err := h.store.Stat(ctx, req.CheckpointID)
+	if err != nil {
+		return nil, fmt.Errorf("restore %s: %w", req.CheckpointID, err)
+	}
+	p := exechost.ProvisionRequest{
+		ExecutionID: req.ExecutionID,
+		Image:       req.Image,
+		Resources:   m.Resources,
+		Network:     exechost.NetworkNone,
+		Env:         req.Env,
+		Labels:      req.Labels,
+		Workspace:   exechost.Workspace{Checkpoints: []exechost.CheckpointID{req.CheckpointID}},
+	}
+	if p.ExecutionID == "" {
+		p.ExecutionID = exechost.ExecutionID("restore-" + randomHex(12))
+	}
+	if p.Image == "" {
+		p.Image = m.ImageDigest
+	}
+	if req.Resources != nil {
+		p.Resources = *req.Resources
+	}
+	return h.Provision(ctx, p)
+}

@@ -1,0 +1,266 @@
+// Package workspace moves /workspace contents in and out of a sandbox as tar
+// streams: git archive import, checkpoint export and restore, and the path
+// safety filter every incoming and outgoing stream passes through.
+//
+// Tar never touches the host file system here: streams are produced and
+// consumed by `tar` running as the sandbox user inside the container (docker
+// cp cannot see tmpfs contents, and CopyToContainer fails on a read-only
+// rootfs). The filter still refuses anything that could escape /workspace
+// inside the sandbox.
+package workspace
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"unicode/utf8"
+)
+
+// ErrUnsafeEntry matches every entry the filter refuses.
+var ErrUnsafeEntry = errors.New("unsafe tar entry")
+
+// ErrTooLarge is returned when a stream passes its byte or entry bound.
+var ErrTooLarge = errors.New("workspace stream too large")
+
+// EntryError names the refused entry and why.
+type EntryError struct {
+	Name   string
+	Reason string
+}
+
+func (e *EntryError) Error() string { return fmt.Sprintf("tar entry %q: %s", e.Name, e.Reason) }
+
+// Is makes every *EntryError match ErrUnsafeEntry.
+func (e *EntryError) Is(target error) bool { return target == ErrUnsafeEntry }
+
+// Limits bound one filtered stream (all layers together).
+type Limits struct {
+	// MaxBytes bounds the total size of regular-file content.
+	MaxBytes int64
+	// MaxEntries bounds the number of entries.
+	MaxEntries int
+}
+
+const (
+	maxNameBytes      = 4096
+	maxComponentBytes = 255
+	// perEntryOverhead is what a tar stream may add per entry beyond the
+	// content: header, long-name records and padding.
+	perEntryOverhead = 3 * 512
+)
+
+// MaxStreamBytes is the largest raw tar stream that can carry content
+// within l; anything longer is refused before it is parsed further.
+func (l Limits) MaxStreamBytes() int64 {
+	return l.MaxBytes + int64(l.MaxEntries+2)*perEntryOverhead + 10*512
+}
+
+// Filter validates and normalises tar entries. One Filter sees every layer
+// of one workspace in order, so it knows every symlink already placed and can
+// refuse an entry that would be written through one (also across layers).
+//
+// Allowed: regular files, directories, symlinks whose target stays inside
+// the workspace. Refused: absolute names, ".." components, names through a
+// symlink, symlinks that point out (or absolute), hard links, devices, FIFOs,
+// sparse files and unknown types. Ownership is dropped and modes are reduced
+// to permission bits (no setuid/setgid/sticky); directories keep u+rwx so
+// the non-root extractor can fill them.
+type Filter struct {
+	limits   Limits
+	symlinks map[string]bool
+	bytes    int64
+	entries  int
+}
+
+// NewFilter returns a filter with empty state.
+func NewFilter(l Limits) *Filter {
+	return &Filter{limits: l, symlinks: make(map[string]bool)}
+}
+
+// Bytes is the regular-file content passed so far.
+func (f *Filter) Bytes() int64 { return f.bytes }
+
+// Entries is the number of entries passed so far.
+func (f *Filter) Entries() int { return f.entries }
+
+// Copy reads one tar stream from src and writes the accepted entries to dst
+// (dst is not closed, so several layers can share one output). The raw
+// stream is bounded by Limits.MaxStreamBytes. The first refused entry stops
+// the copy with an error matching ErrUnsafeEntry or ErrTooLarge.
+func (f *Filter) Copy(dst *tar.Writer, src io.Reader) error {
+	tr := tar.NewReader(NewBoundedReader(src, f.limits.MaxStreamBytes()))
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read tar: %w", err)
+		}
+		out, err := f.check(hdr)
+		if err != nil {
+			return err
+		}
+		if out == nil {
+			continue
+		}
+		if err := dst.WriteHeader(out); err != nil {
+			return fmt.Errorf("write tar header %q: %w", out.Name, err)
+		}
+		if out.Typeflag == tar.TypeReg {
+			if _, err := io.CopyN(dst, tr, out.Size); err != nil {
+				return fmt.Errorf("copy %q: %w", out.Name, err)
+			}
+		}
+	}
+}
+
+// check validates one header and returns the normalised header to write,
+// or nil for entries that are skipped (the root directory, pax globals).
+func (f *Filter) check(hdr *tar.Header) (*tar.Header, error) {
+	raw := hdr.Name
+	refuse := func(format string, args ...any) (*tar.Header, error) {
+		return nil, &EntryError{Name: raw, Reason: fmt.Sprintf(format, args...)}
+	}
+	if hdr.Typeflag == tar.TypeXGlobalHeader {
+		return nil, nil // git archive's commit comment; carries no file
+	}
+	f.entries++
+	if f.limits.MaxEntries > 0 && f.entries > f.limits.MaxEntries {
+		return nil, fmt.Errorf("more than %d entries: %w", f.limits.MaxEntries, ErrTooLarge)
+	}
+	name, err := cleanName(raw)
+	if err != nil {
+		return refuse("%v", err)
+	}
+	if name == "." {
+		if hdr.Typeflag != tar.TypeDir {
+			return refuse("workspace root must be a directory")
+		}
+		return nil, nil // /workspace itself keeps the mode the tmpfs gave it
+	}
+	// Refuse writing through a symlink placed earlier (in this or an
+	// earlier layer): tar would follow it.
+	for dir := path.Dir(name); dir != "."; dir = path.Dir(dir) {
+		if f.symlinks[dir] {
+			return refuse("path goes through symlink %q", dir)
+		}
+	}
+	out := &tar.Header{
+		Name:    name,
+		Mode:    hdr.Mode & 0o777,
+		ModTime: hdr.ModTime,
+		Format:  tar.FormatGNU,
+	}
+	switch hdr.Typeflag {
+	case tar.TypeReg, tar.TypeRegA:
+		if hdr.Size < 0 {
+			return refuse("negative size")
+		}
+		f.bytes += hdr.Size
+		if f.bytes > f.limits.MaxBytes {
+			return nil, fmt.Errorf("content larger than %d bytes at %q: %w", f.limits.MaxBytes, raw, ErrTooLarge)
+		}
+		out.Typeflag, out.Size = tar.TypeReg, hdr.Size
+		delete(f.symlinks, name)
+	case tar.TypeDir:
+		if f.symlinks[name] {
+			return refuse("directory replaces symlink")
+		}
+		out.Typeflag, out.Name, out.Mode = tar.TypeDir, name+"/", out.Mode|0o700
+	case tar.TypeSymlink:
+		if err := checkLinkTarget(name, hdr.Linkname); err != nil {
+			return refuse("%v", err)
+		}
+		out.Typeflag, out.Linkname, out.Mode = tar.TypeSymlink, hdr.Linkname, 0o777
+		f.symlinks[name] = true
+	case tar.TypeLink:
+		return refuse("hard link to %q", hdr.Linkname)
+	case tar.TypeChar, tar.TypeBlock:
+		return refuse("device node")
+	case tar.TypeFifo:
+		return refuse("FIFO")
+	case tar.TypeGNUSparse:
+		return refuse("sparse file")
+	default:
+		return refuse("unsupported type %q", hdr.Typeflag)
+	}
+	return out, nil
+}
+
+// cleanName turns a tar name into a clean relative path, refusing anything
+// absolute or containing "..". Checked on the raw components: a name like
+// "a/../../x" is refused, not cleaned into something harmless-looking.
+func cleanName(raw string) (string, error) {
+	switch {
+	case raw == "":
+		return "", errors.New("empty name")
+	case !utf8.ValidString(raw) || strings.IndexByte(raw, 0) >= 0:
+		return "", errors.New("name not UTF-8 or contains NUL")
+	case len(raw) > maxNameBytes:
+		return "", fmt.Errorf("name longer than %d bytes", maxNameBytes)
+	case strings.HasPrefix(raw, "/"):
+		return "", errors.New("absolute path")
+	}
+	for _, c := range strings.Split(raw, "/") {
+		if c == ".." {
+			return "", errors.New("path contains ..")
+		}
+		if len(c) > maxComponentBytes {
+			return "", fmt.Errorf("path component longer than %d bytes", maxComponentBytes)
+		}
+	}
+	return path.Clean(raw), nil
+}
+
+// checkLinkTarget accepts a symlink only if its target, resolved lexically
+// from the link's directory, stays inside the workspace. Because the filter
+// also refuses names through symlinks and path.Clean leaves ".." only as a
+// leading prefix, lexical resolution matches what the kernel resolves.
+func checkLinkTarget(name, target string) error {
+	switch {
+	case target == "":
+		return errors.New("symlink with empty target")
+	case strings.IndexByte(target, 0) >= 0 || !utf8.ValidString(target):
+		return errors.New("symlink target not UTF-8 or contains NUL")
+	case len(target) > maxNameBytes:
+		return errors.New("symlink target too long")
+	case path.IsAbs(target):
+		return fmt.Errorf("symlink to absolute path %q", target)
+	}
+	resolved := path.Join(path.Dir(name), target)
+	if resolved == ".." || strings.HasPrefix(resolved, "../") {
+		return fmt.Errorf("symlink %q points outside the workspace", target)
+	}
+	return nil
+}
+
+// BoundedReader reads at most n bytes and then fails with ErrTooLarge
+// instead of pretending the stream ended (unlike io.LimitReader).
+type BoundedReader struct {
+	r io.Reader
+	n int64
+}
+
+// NewBoundedReader bounds r to n bytes.
+func NewBoundedReader(r io.Reader, n int64) *BoundedReader { return &BoundedReader{r: r, n: n} }
+
+func (b *BoundedReader) Read(p []byte) (int, error) {
+	if b.n <= 0 {
+		// One more byte available means the bound is really exceeded.
+		var one [1]byte
+		if _, err := io.ReadFull(b.r, one[:]); err != nil {
+			return 0, err
+		}
+		return 0, ErrTooLarge
+	}
+	if int64(len(p)) > b.n {
+		p = p[:b.n]
+	}
+	n, err := b.r.Read(p)
+	b.n -= int64(n)
+	return n, err
+}
