@@ -1,22 +1,110 @@
 package activities
 
 import (
-	"context"
-	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/agentflow/agentflow/exechost"
+	"github.com/agentflow/agentflow/internal/logstore"
+	"github.com/agentflow/agentflow/internal/metrics"
+	"github.com/agentflow/agentflow/internal/secrets"
 )
 
-// Activities holds the dependencies of every agentflow activity. Activities
-// are registered on the worker by method value (no name prefixes).
-type Activities struct{}
+// Defaults for Options fields left zero.
+const (
+	// DefaultInlineOutputLimit bounds a tool's stdout JSON, which travels
+	// through Temporal history as the activity result and into downstream
+	// steps' inputs. Temporal refuses payloads over 2 MB and warns well
+	// before; 256 KiB keeps a run with many steps far from those limits.
+	// Larger data belongs in /workspace (checkpointed and handed to
+	// dependent steps), with its path in the output.
+	DefaultInlineOutputLimit = 256 << 10
+	// DefaultGrace is how long a canceled tool has between SIGTERM and the
+	// sandbox's destruction. The ExecutionHost enforces it; it is here so
+	// the cleanup budget accounts for it.
+	DefaultGrace = 5 * time.Second
+	// DefaultHeartbeatInterval is well under the workflow's 20 s
+	// HeartbeatTimeout so a dead worker is noticed within one timeout, and
+	// short because cancellation reaches an activity only as the answer to a
+	// heartbeat: with the worker's heartbeat throttle at the same 2 s, a
+	// canceled step hears about it within about 2 s (then SIGTERM, grace).
+	DefaultHeartbeatInterval = 2 * time.Second
+	// DefaultRuntimeMargin is added to the step timeout to get the sandbox's
+	// whole life (provision + restore + exec + checkpoint).
+	DefaultRuntimeMargin = 2 * time.Minute
+	// DefaultStepTimeout applies when a request carries none.
+	DefaultStepTimeout = 10 * time.Minute
+	// DefaultCleanupTimeout bounds checkpoint-after-failure and Terminate,
+	// which run on a context detached from the activity's cancellation.
+	DefaultCleanupTimeout = 30 * time.Second
+	// DefaultStderrTail is how much of stderr a failure message carries.
+	DefaultStderrTail = 2 << 10
+	// DefaultWebhookTimeout bounds one webhook POST.
+	DefaultWebhookTimeout = 10 * time.Second
+)
 
-// RunStep runs one attempt of one tool step: provision a sandbox with the
-// step's workspace, exec /bin/tool with the rendered input, checkpoint,
-// terminate. TODO(lead): being implemented.
-func (a *Activities) RunStep(ctx context.Context, req StepRequest) (*StepResult, error) {
-	return nil, errors.New("RunStep: not implemented yet")
+// ToolCommand is what every tool image runs (SPEC §8).
+var ToolCommand = []string{"/bin/tool"}
+
+// Options configure Activities. Host is required; everything else has a
+// working default (no logs, no secrets, no metrics).
+type Options struct {
+	Host    exechost.ExecutionHost
+	Logs    logstore.Store
+	Secrets secrets.Resolver
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
+
+	InlineOutputLimit int64
+	Grace             time.Duration
+	HeartbeatInterval time.Duration
+	RuntimeMargin     time.Duration
+	CleanupTimeout    time.Duration
+	StderrTail        int
+	// Labels are added to every sandbox (e.g. agentflow.test=1 in tests).
+	Labels map[string]string
+
+	// WebhookURLs receive every run-finished event, in addition to the
+	// spec's own notify URLs.
+	WebhookURLs []string
+	HTTPClient  *http.Client
 }
 
-// RunFinished records run metrics and delivers webhooks when a run ends.
-func (a *Activities) RunFinished(ctx context.Context, ev RunEvent) error {
-	return errors.New("RunFinished: not implemented yet")
+// Activities holds the dependencies of every agentflow activity. Activities
+// are registered on the worker by method value (no name prefixes); every
+// exported method is an activity, so helpers stay unexported.
+type Activities struct {
+	opts Options
+	log  *slog.Logger
+}
+
+// New fills defaults.
+func New(opts Options) *Activities {
+	if opts.InlineOutputLimit <= 0 {
+		opts.InlineOutputLimit = DefaultInlineOutputLimit
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
+	if opts.HeartbeatInterval <= 0 {
+		opts.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if opts.RuntimeMargin <= 0 {
+		opts.RuntimeMargin = DefaultRuntimeMargin
+	}
+	if opts.CleanupTimeout <= 0 {
+		opts.CleanupTimeout = DefaultCleanupTimeout
+	}
+	if opts.StderrTail <= 0 {
+		opts.StderrTail = DefaultStderrTail
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: DefaultWebhookTimeout}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Activities{opts: opts, log: log}
 }

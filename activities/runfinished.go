@@ -1,0 +1,114 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+)
+
+// WebhookEvent is the JSON body POSTed to webhooks when a run ends.
+type WebhookEvent struct {
+	Event string `json:"event"` // always "run.finished"
+	RunEvent
+	FinishedAt time.Time `json:"finished_at"`
+}
+
+// RunFinished records run metrics and POSTs the event to the spec's notify
+// URLs and the worker's --webhook-url. A non-2xx answer or a transport
+// error fails the activity so Temporal retries it; deliveries are therefore
+// at-least-once, and every request carries Idempotency-Key: <run_id> so a
+// receiver can drop duplicates.
+func (a *Activities) RunFinished(ctx context.Context, ev RunEvent) error {
+	// Metrics once per run, not once per retry of a failed delivery.
+	if activity.GetInfo(ctx).Attempt <= 1 && a.opts.Metrics != nil {
+		a.opts.Metrics.RunFinished.WithLabelValues(ev.Spec, ev.Status).Inc()
+		a.opts.Metrics.RunDuration.WithLabelValues(ev.Spec, ev.Status).Observe(float64(ev.DurationMS) / 1000)
+	}
+	a.log.InfoContext(ctx, "run finished", "agent_id", ev.AgentID, "run_id", ev.RunID, "spec", ev.Spec,
+		"status", ev.Status, "duration_ms", ev.DurationMS)
+
+	targets := dedupe(append(append([]string{}, ev.Webhooks...), a.opts.WebhookURLs...))
+	if len(targets) == 0 {
+		return nil
+	}
+	body := WebhookEvent{Event: "run.finished", RunEvent: ev, FinishedAt: time.Now().UTC()}
+	body.Webhooks = nil // receivers need not learn each other's URLs
+	payload, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("encode webhook event: %w", err)
+	}
+	var errs []error
+	for _, target := range targets {
+		err := a.post(ctx, target, ev.RunID, payload)
+		if a.opts.Metrics != nil {
+			result := "ok"
+			if err != nil {
+				result = "error"
+			}
+			a.opts.Metrics.WebhookDeliveries.WithLabelValues(result).Inc()
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (a *Activities) post(ctx context.Context, target, runID string, payload []byte) error {
+	u, err := url.Parse(target)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		// Validation refuses such URLs in specs; a bad --webhook-url is
+		// reported without echoing it (it may embed a token).
+		return errors.New("webhook: invalid URL (want http or https)")
+	}
+	ctx, cancel := context.WithTimeout(ctx, DefaultWebhookTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(payload))
+	if err != nil {
+		return fmt.Errorf("webhook %s: %w", redactURL(u), err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "agentflow-worker")
+	req.Header.Set("Idempotency-Key", runID)
+	resp, err := a.opts.HTTPClient.Do(req)
+	if err != nil {
+		// *url.Error repeats the full URL; keep only its cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("webhook %s: %w", redactURL(u), err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("webhook %s: status %d", redactURL(u), resp.StatusCode)
+	}
+	return nil
+}
+
+// redactURL keeps scheme and host only: webhook paths and queries often are
+// the credential (Slack-style URLs), and errors land in history.
+func redactURL(u *url.URL) string {
+	return u.Scheme + "://" + u.Host + "/…"
+}
+
+func dedupe(in []string) []string {
+	seen := map[string]bool{}
+	out := in[:0]
+	for _, s := range in {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,177 @@
+// Package metrics holds the worker's Prometheus metrics (SPEC §9) on their
+// own registry, and an adapter that puts the Temporal SDK's metrics (and the
+// ones workflow code emits through workflow.GetMetricsHandler) on the same
+// registry.
+//
+// Names follow agentflow_<subsystem>_<name>_<unit>.
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.temporal.io/sdk/client"
+)
+
+// Names of metrics that are emitted through the Temporal metrics handler
+// rather than registered here, because they are counted in workflow code
+// (replay-aware through workflow.GetMetricsHandler).
+const (
+	// RunStartedTotal is incremented once per run by AgentWorkflow with the
+	// tag "spec" (the SDK adds namespace, task_queue, workflow_type).
+	RunStartedTotal = "agentflow_run_started_total"
+)
+
+// Sandbox phases measured around ExecutionHost calls.
+const (
+	PhaseProvision  = "provision"
+	PhaseRestore    = "restore"
+	PhaseExec       = "exec"
+	PhaseCheckpoint = "checkpoint"
+	PhaseTerminate  = "terminate"
+)
+
+// Metrics are the worker's collectors. The zero value is not usable; use New.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	RunFinished       *prometheus.CounterVec   // spec, status
+	RunDuration       *prometheus.HistogramVec // spec, status
+	StepDuration      *prometheus.HistogramVec // tool, status
+	ToolInvocations   *prometheus.CounterVec   // tool, status
+	StepRetries       *prometheus.CounterVec   // tool
+	SandboxPhase      *prometheus.HistogramVec // phase, result
+	CheckpointBytes   prometheus.Histogram
+	OutputBytes       prometheus.Histogram
+	ActiveSandboxes   prometheus.Gauge
+	ReapedSandboxes   prometheus.Counter
+	WebhookDeliveries *prometheus.CounterVec // result
+
+	sdk *sdkCollector
+}
+
+// New registers every agentflow collector, the Go runtime and process
+// collectors, and the Temporal SDK adapter on a fresh registry.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	durations := []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+	sizes := prometheus.ExponentialBuckets(256, 4, 10) // 256 B .. 64 MiB
+	m := &Metrics{
+		Registry: reg,
+		RunFinished: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agentflow_run_finished_total",
+			Help: "Runs that reached a terminal status, by spec and status.",
+		}, []string{"spec", "status"}),
+		RunDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "agentflow_run_duration_seconds",
+			Help:    "Wall time of finished runs, by spec and status.",
+			Buckets: durations,
+		}, []string{"spec", "status"}),
+		StepDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "agentflow_step_duration_seconds",
+			Help:    "Wall time of one step attempt (provision to terminate), by tool and status.",
+			Buckets: durations,
+		}, []string{"tool", "status"}),
+		ToolInvocations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agentflow_tool_invocations_total",
+			Help: "Tool attempts by tool and outcome (success or the failure type).",
+		}, []string{"tool", "status"}),
+		StepRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agentflow_step_retries_total",
+			Help: "Step attempts after the first, by tool.",
+		}, []string{"tool"}),
+		SandboxPhase: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "agentflow_sandbox_phase_duration_seconds",
+			Help:    "Duration of sandbox phases (provision, restore, exec, checkpoint, terminate).",
+			Buckets: durations,
+		}, []string{"phase", "result"}),
+		CheckpointBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "agentflow_sandbox_checkpoint_bytes",
+			Help:    "Size of workspace checkpoints.",
+			Buckets: sizes,
+		}),
+		OutputBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "agentflow_step_output_bytes",
+			Help:    "Size of tool stdout per attempt.",
+			Buckets: sizes,
+		}),
+		ActiveSandboxes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "agentflow_sandbox_active",
+			Help: "Sandboxes currently provisioned by this worker.",
+		}),
+		ReapedSandboxes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "agentflow_sandbox_reaped_total",
+			Help: "Orphaned sandboxes removed by the reaper.",
+		}),
+		WebhookDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agentflow_webhook_deliveries_total",
+			Help: "Run-finished webhook deliveries by result (ok or error).",
+		}, []string{"result"}),
+		sdk: newSDKCollector(),
+	}
+	reg.MustRegister(
+		m.RunFinished, m.RunDuration, m.StepDuration, m.ToolInvocations, m.StepRetries,
+		m.SandboxPhase, m.CheckpointBytes, m.OutputBytes, m.ActiveSandboxes, m.ReapedSandboxes,
+		m.WebhookDeliveries,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.sdk,
+	)
+	return m
+}
+
+// TemporalHandler is the client.MetricsHandler to give the Temporal client:
+// SDK metrics and workflow-emitted metrics land on Registry.
+func (m *Metrics) TemporalHandler() client.MetricsHandler {
+	return &handler{c: m.sdk}
+}
+
+// ObservePhase records one sandbox phase. result is "ok" or "error".
+func (m *Metrics) ObservePhase(phase string, d time.Duration, err error) {
+	if m == nil {
+		return
+	}
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.SandboxPhase.WithLabelValues(phase, result).Observe(d.Seconds())
+}
+
+// The helpers below are nil-safe so code paths work without metrics
+// (unit tests, tools).
+
+// SandboxUp and SandboxDown track the active-sandboxes gauge.
+func (m *Metrics) SandboxUp() {
+	if m != nil {
+		m.ActiveSandboxes.Inc()
+	}
+}
+
+func (m *Metrics) SandboxDown() {
+	if m != nil {
+		m.ActiveSandboxes.Dec()
+	}
+}
+
+// ObserveOutput records the size of a tool's stdout.
+func (m *Metrics) ObserveOutput(n int) {
+	if m != nil {
+		m.OutputBytes.Observe(float64(n))
+	}
+}
+
+// ObserveCheckpoint records the size of a checkpoint.
+func (m *Metrics) ObserveCheckpoint(n int64) {
+	if m != nil {
+		m.CheckpointBytes.Observe(float64(n))
+	}
+}
+
+// Reaped counts sandboxes removed by the reaper.
+func (m *Metrics) Reaped(n int) {
+	if m != nil && n > 0 {
+		m.ReapedSandboxes.Add(float64(n))
+	}
+}

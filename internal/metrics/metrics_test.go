@@ -1,0 +1,70 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTemporalHandlerLandsOnRegistry(t *testing.T) {
+	m := New()
+	h := m.TemporalHandler().WithTags(map[string]string{"namespace": "default"})
+
+	h.WithTags(map[string]string{"spec": "news"}).Counter(RunStartedTotal).Inc(2)
+	h.WithTags(map[string]string{"spec": "news"}).Counter(RunStartedTotal).Inc(1)
+	h.Counter(RunStartedTotal).Inc(1)  // same family, fewer tags
+	h.Counter(RunStartedTotal).Inc(-5) // ignored: counters never go down
+	h.Gauge("temporal_num_pollers").Update(3)
+	h.Gauge("temporal_num_pollers").Update(2)
+	h.WithTags(map[string]string{"activity_type": "RunStep"}).Timer("temporal_activity_execution_latency").Record(30 * time.Millisecond)
+	h.Timer("temporal_num_pollers").Record(time.Second) // kind clash: dropped, no panic
+	h.Counter("weird-name.with.dots").Inc(1)
+
+	// SDK names are kept as the SDK documents them (e.g. temporal_request,
+	// a counter without _total), so they are not linted here.
+	require.NoError(t, testutil.GatherAndCompare(m.Registry, strings.NewReader(`
+# HELP agentflow_run_started_total Temporal SDK metric agentflow_run_started_total.
+# TYPE agentflow_run_started_total counter
+agentflow_run_started_total{namespace="default",spec=""} 1
+agentflow_run_started_total{namespace="default",spec="news"} 3
+# HELP temporal_num_pollers Temporal SDK metric temporal_num_pollers.
+# TYPE temporal_num_pollers gauge
+temporal_num_pollers{namespace="default"} 2
+# HELP weird_name_with_dots Temporal SDK metric weird_name_with_dots.
+# TYPE weird_name_with_dots counter
+weird_name_with_dots{namespace="default"} 1
+`), RunStartedTotal, "temporal_num_pollers", "weird_name_with_dots"))
+
+	n, err := testutil.GatherAndCount(m.Registry, "temporal_activity_execution_latency")
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+}
+
+func TestAgentflowMetricsNames(t *testing.T) {
+	m := New()
+	m.RunFinished.WithLabelValues("news", "SUCCEEDED").Inc()
+	m.ObservePhase(PhaseExec, time.Second, nil)
+	m.ActiveSandboxes.Inc()
+	m.ReapedSandboxes.Add(2)
+	require.InDelta(t, 1, testutil.ToFloat64(m.RunFinished.WithLabelValues("news", "SUCCEEDED")), 0)
+	require.InDelta(t, 2, testutil.ToFloat64(m.ReapedSandboxes), 0)
+
+	problems, err := testutil.GatherAndLint(m.Registry)
+	require.NoError(t, err)
+	require.Empty(t, problems)
+
+	mfs, err := m.Registry.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		name := mf.GetName()
+		if strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") {
+			continue
+		}
+		require.True(t, strings.HasPrefix(name, "agentflow_"), name)
+	}
+	var nilM *Metrics
+	nilM.ObservePhase(PhaseExec, time.Second, nil) // nil-safe for tests without metrics
+}

@@ -1,0 +1,195 @@
+//go:build e2e
+
+package tests
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/agentflow/agentflow/internal/spec"
+	"github.com/agentflow/agentflow/workflows"
+)
+
+// TestEngineE2E drives AgentWorkflow + RunStep + the Docker host through a
+// real Temporal dev server. Subtests share one server and one worker.
+func TestEngineE2E(t *testing.T) {
+	e := startEngine(t)
+	suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1_000_000_000)
+
+	t.Run("health and metrics", func(t *testing.T) {
+		resp, err := http.Get("http://" + e.health + "/healthz")
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+		require.JSONEq(t, `{"status":"ok"}`, string(body))
+	})
+
+	t.Run("linear run succeeds", func(t *testing.T) {
+		id := "e2e-linear-" + suffix
+		p := plan("e2e-linear",
+			e.step("first", "echo", map[string]any{"msg": "{{ .inputs.greeting }}"}),
+			e.step("second", "echo", map[string]any{"prev": "{{ .steps.first.output.msg }}"}, "first"),
+		)
+		p.Inputs = []spec.InputDecl{{Name: "greeting", Type: spec.TypeString, Required: true}}
+		p.Outputs = []spec.OutputDecl{{Name: "echoed", Value: "{{ .steps.second.output.prev }}"}}
+		run := e.start(t, id, p, map[string]any{"greeting": "hello"})
+		res, err := e.wait(t, run)
+		require.NoError(t, err)
+		require.Equal(t, workflows.RunSucceeded, res.Status)
+		require.Equal(t, "hello", res.Outputs["echoed"])
+
+		st := e.status(t, id)
+		require.Equal(t, workflows.RunSucceeded, st.Status)
+		for _, s := range []string{"first", "second"} {
+			r := stepRecord(t, st, s)
+			require.Equal(t, workflows.StepSuccess, r.Status)
+			require.NotEmpty(t, r.CheckpointID)
+		}
+		e.requireNoContainers(t, id)
+	})
+
+	t.Run("diamond join sees both branches", func(t *testing.T) {
+		id := "e2e-diamond-" + suffix
+		p := plan("e2e-diamond",
+			e.step("root", "wsfile", map[string]any{"write": map[string]any{"root.txt": "r"}}),
+			e.step("left", "wsfile", map[string]any{"write": map[string]any{"left.txt": "L"}, "read": []any{"root.txt"}, "strict": true}, "root"),
+			e.step("right", "wsfile", map[string]any{"write": map[string]any{"right.txt": "R"}, "read": []any{"root.txt"}, "strict": true}, "root"),
+			e.step("join", "wsfile", map[string]any{"read": []any{"root.txt", "left.txt", "right.txt"}, "strict": true}, "left", "right"),
+		)
+		res, err := e.wait(t, e.start(t, id, p, nil))
+		require.NoError(t, err)
+		require.Equal(t, workflows.RunSucceeded, res.Status)
+		join := stepRecord(t, e.status(t, id), "join")
+		require.Equal(t, map[string]any{"root.txt": "r", "left.txt": "L", "right.txt": "R"}, join.Output["files"])
+		e.requireNoContainers(t, id)
+	})
+
+	t.Run("flaky tool recovers by retries", func(t *testing.T) {
+		id := "e2e-flaky-" + suffix
+		s := e.step("flaky", "testtool", map[string]any{"mode": "flaky", "until": 3})
+		s.Retries = 2
+		res, err := e.wait(t, e.start(t, id, plan("e2e-flaky", s), nil))
+		require.NoError(t, err)
+		require.Equal(t, workflows.RunSucceeded, res.Status)
+		r := stepRecord(t, e.status(t, id), "flaky")
+		require.Equal(t, workflows.StepSuccess, r.Status)
+		require.Equal(t, int32(3), r.Attempts)
+		// Every attempt left its log; the failed ones carry the failure.
+		for attempt := 1; attempt <= 3; attempt++ {
+			matches, _ := filepath.Glob(filepath.Join(e.logDir, id, "*", "flaky", fmt.Sprintf("%d.log", attempt)))
+			require.Len(t, matches, 1, "log of attempt %d", attempt)
+		}
+		e.requireNoContainers(t, id)
+	})
+
+	t.Run("tool failure fails the run", func(t *testing.T) {
+		id := "e2e-fail-" + suffix
+		s := e.step("bad", "testtool", map[string]any{"mode": "exit", "code": 3, "stderr": "something broke\n"})
+		_, err := e.wait(t, e.start(t, id, plan("e2e-fail", s), nil))
+		require.Error(t, err)
+		st := e.status(t, id)
+		require.Equal(t, workflows.RunFailed, st.Status)
+		r := stepRecord(t, st, "bad")
+		require.Equal(t, workflows.StepFailed, r.Status)
+		require.Contains(t, r.Error, "exited with code 3")
+		require.Contains(t, r.Error, "something broke")
+		e.requireNoContainers(t, id)
+	})
+
+	t.Run("cancel mid-step", func(t *testing.T) {
+		id := "e2e-cancel-" + suffix
+		s := e.step("sleepy", "testtool", map[string]any{"mode": "sleep", "seconds": 300})
+		run := e.start(t, id, plan("e2e-cancel", s), nil)
+		require.Eventually(t, func() bool { return len(e.containers(t, id)) > 0 }, 90*time.Second, 200*time.Millisecond,
+			"the step's sandbox never appeared")
+		require.Eventually(t, func() bool {
+			return stepRecord(t, e.status(t, id), "sleepy").Status == workflows.StepRunning
+		}, 30*time.Second, 200*time.Millisecond)
+
+		canceledAt := time.Now()
+		require.NoError(t, e.client.CancelWorkflow(t.Context(), id, ""))
+		// Bounded wait: SIGTERM + 5 s grace + teardown, far below the 300 s sleep.
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		err := run.Get(ctx, nil)
+		require.Error(t, err)
+		var canceled *temporal.CanceledError
+		require.True(t, errors.As(err, &canceled), "want canceled, got %v", err)
+		t.Logf("cancel took %s from request to closed run", time.Since(canceledAt).Round(time.Millisecond))
+
+		desc, err := e.client.DescribeWorkflowExecution(t.Context(), id, "")
+		require.NoError(t, err)
+		require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED, desc.WorkflowExecutionInfo.Status)
+		st := e.status(t, id)
+		require.Equal(t, workflows.RunCanceled, st.Status)
+		require.Equal(t, workflows.StepCanceled, stepRecord(t, st, "sleepy").Status)
+		e.requireNoContainers(t, id)
+	})
+
+	t.Run("secret reaches the tool and nowhere else", func(t *testing.T) {
+		const secret = "e2e-S3cr3t-d0-not-leak-7f3a"
+		t.Setenv("AF_E2E_TOKEN", secret) // the worker runs in this process
+		id := "e2e-secret-" + suffix
+		s := e.step("use", "testtool", map[string]any{"mode": "echoenv", "name": "API_TOKEN", "token": "{{ .secrets.api_token }}"})
+		s.Env = map[string]string{"API_TOKEN": "{{ .secrets.api_token }}"}
+		s.Secrets = []string{"api_token"}
+		p := plan("e2e-secret", s)
+		p.Secrets = []spec.SecretDecl{{Name: "api_token", Source: "env://AF_E2E_TOKEN"}}
+
+		run := e.start(t, id, p, nil)
+		res, err := e.wait(t, run)
+		require.NoError(t, err)
+		require.Equal(t, workflows.RunSucceeded, res.Status)
+
+		r := stepRecord(t, e.status(t, id), "use")
+		require.Equal(t, true, r.Output["present"], "the tool did not receive the secret")
+		require.Equal(t, "***", r.Output["value"], "the output was not scrubbed")
+
+		hist := e.historyBytes(t, id, run.GetRunID())
+		require.False(t, bytes.Contains(hist, []byte(secret)), "secret value found in Temporal history")
+		require.True(t, bytes.Contains(hist, []byte("{{ .secrets.api_token }}")), "history should keep the placeholder")
+
+		_ = filepath.WalkDir(e.logDir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				b, _ := os.ReadFile(p)
+				require.False(t, strings.Contains(string(b), secret), "secret in log %s", p)
+			}
+			return nil
+		})
+		e.requireNoContainers(t, id)
+	})
+
+	t.Run("metrics recorded", func(t *testing.T) {
+		resp, err := http.Get("http://" + e.metrics + "/metrics")
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		text := string(body)
+		for _, want := range []string{
+			`agentflow_tool_invocations_total{status="success",tool="echo:e2e"}`,
+			`agentflow_sandbox_phase_duration_seconds_count{phase="exec",result="ok"}`,
+			`agentflow_sandbox_phase_duration_seconds_count{phase="restore",result="ok"}`,
+			`agentflow_step_retries_total{tool="testtool:e2e"}`,
+			"agentflow_sandbox_active 0",
+			`agentflow_run_finished_total{spec="e2e-linear",status="SUCCEEDED"} 1`,
+			`agentflow_run_finished_total{spec="e2e-cancel",status="CANCELED"} 1`,
+			"temporal_activity_execution_latency",
+		} {
+			require.Contains(t, text, want)
+		}
+	})
+}

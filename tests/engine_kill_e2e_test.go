@@ -1,0 +1,105 @@
+//go:build e2e
+
+package tests
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentflow/agentflow/workflows"
+)
+
+// TestEngineWorkerKill9 kills a worker (a real `agentctl worker` process)
+// in the middle of a step: the attempt is lost, Temporal notices through the
+// missing heartbeats, a second worker reaps the orphaned sandbox at start
+// and runs the retry, and the run ends SUCCEEDED with nothing left behind.
+func TestEngineWorkerKill9(t *testing.T) {
+	e := startEngine(t)
+	root := repoRoot(t)
+	bin := filepath.Join(e.tmp, "agentctl")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/agentctl")
+	build.Dir = root
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "build agentctl: %s", out)
+
+	queue := fmt.Sprintf("e2e-kill9-%d", time.Now().UnixNano())
+	startWorker := func(name string) *exec.Cmd {
+		logf, err := os.Create(filepath.Join(e.tmp, name+".log"))
+		require.NoError(t, err)
+		cmd := exec.Command(bin, "--address", e.address, "worker",
+			"--task-queue", queue,
+			"--health-addr", "-", "--metrics-addr", "-",
+			"--checkpoint-dir", filepath.Join(e.tmp, "checkpoints"),
+			"--log-dir", e.logDir,
+			"--sandbox-label", "agentflow.test=1",
+			"--sandbox-label", "agentflow.e2e="+e.runLabel,
+		)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			logf.Close()
+			if t.Failed() {
+				b, _ := os.ReadFile(logf.Name())
+				t.Logf("%s log:\n%s", name, b)
+			}
+		})
+		return cmd
+	}
+
+	a := startWorker("worker-a")
+	id := fmt.Sprintf("e2e-kill9-%d", time.Now().UnixNano()%1_000_000_000)
+	s := e.step("slow", "testtool", map[string]any{"mode": "sleep", "seconds": 10})
+	s.Retries = 2
+	run := e.startOn(t, queue, id, plan("e2e-kill9", s), nil)
+
+	// Kill A while the tool runs (not mid-provision): the sandbox is
+	// running and /bin/tool shows up in its process list.
+	require.Eventually(t, func() bool {
+		for _, c := range e.containers(t, id) {
+			if c.State != "running" {
+				continue
+			}
+			top, err := e.docker.ContainerTop(t.Context(), c.ID, nil)
+			if err != nil {
+				continue
+			}
+			for _, p := range top.Processes {
+				if strings.Contains(strings.Join(p, " "), "/bin/tool") {
+					return true
+				}
+			}
+		}
+		return false
+	}, 90*time.Second, 200*time.Millisecond, "worker A never started the tool")
+	require.NoError(t, a.Process.Signal(syscall.SIGKILL))
+	_ = a.Wait()
+
+	b := startWorker("worker-b")
+	res, err := e.wait(t, run)
+	require.NoError(t, err)
+	require.Equal(t, workflows.RunSucceeded, res.Status)
+	r := stepRecord(t, e.status(t, id), "slow")
+	require.Equal(t, workflows.StepSuccess, r.Status)
+	require.GreaterOrEqual(t, r.Attempts, int32(2), "the killed attempt must count")
+	e.requireNoContainers(t, id)
+
+	// Graceful stop of B: SIGTERM, exit 0.
+	require.NoError(t, b.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, b.Wait())
+
+	// B found A's sandbox (owner gone) and reaped it before taking work.
+	blog, err := os.ReadFile(filepath.Join(e.tmp, "worker-b.log"))
+	require.NoError(t, err)
+	require.Contains(t, string(blog), `msg="reaped orphaned sandboxes" reaped=1`)
+	require.Contains(t, string(blog), `msg="worker stopped"`)
+}

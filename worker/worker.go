@@ -1,0 +1,359 @@
+// Package worker runs the agentflow worker (`agentctl worker`): a Temporal
+// worker for AgentWorkflow, the step activities and the tool registry, with
+// a Docker execution host, a local checkpoint store and log store, bounded
+// concurrent steps, /healthz, Prometheus /metrics, periodic reaping of
+// orphaned sandboxes and graceful shutdown.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agentflow/agentflow/activities"
+	"github.com/agentflow/agentflow/exechost"
+	"github.com/agentflow/agentflow/internal/logstore"
+	"github.com/agentflow/agentflow/internal/metrics"
+	"github.com/agentflow/agentflow/internal/registry"
+	"github.com/agentflow/agentflow/internal/secrets"
+	"github.com/agentflow/agentflow/workflows"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultHealthAddr         = ":8080"
+	DefaultMetricsAddr        = ":9090"
+	DefaultMaxConcurrentSteps = 4
+	DefaultCheckpointDir      = ".data/checkpoints"
+	DefaultLogDir             = logstore.DefaultDir
+	// DefaultStopTimeout is how long shutdown waits for running steps. A
+	// step still running after that is canceled (its sandbox destroyed)
+	// and retried by Temporal on another worker.
+	DefaultStopTimeout  = 30 * time.Second
+	DefaultReapInterval = time.Minute
+	// DefaultDialTimeout: how long the worker keeps trying to reach
+	// Temporal at start (make up starts server and worker together).
+	DefaultDialTimeout = time.Minute
+
+	heartbeatThrottle = 2 * time.Second
+)
+
+// Config configures Run.
+type Config struct {
+	Address   string // host:port of the Temporal frontend
+	Namespace string
+	TaskQueue string
+
+	HealthAddr  string // "" → DefaultHealthAddr; "-" disables
+	MetricsAddr string // "" → DefaultMetricsAddr; same as HealthAddr → one server; "-" disables
+
+	WebhookURLs        []string
+	MaxConcurrentSteps int
+	CheckpointDir      string
+	LogDir             string
+	VaultDir           string // dev Vault for vault:// secrets; "" disables vault://
+
+	StopTimeout  time.Duration
+	ReapInterval time.Duration
+	DialTimeout  time.Duration
+
+	Logger *slog.Logger
+
+	// Backend replaces the Docker backend (tests, other hosts).
+	Backend *Backend
+	// SandboxLabels are added to every sandbox this worker creates.
+	SandboxLabels map[string]string
+	// OnReady is called once the worker polls and the HTTP servers listen,
+	// with their actual addresses (useful with ":0").
+	OnReady func(Ready)
+}
+
+// Ready describes a started worker.
+type Ready struct {
+	HealthAddr  string
+	MetricsAddr string
+	Metrics     *metrics.Metrics
+}
+
+// Backend is the sandbox side of the worker.
+type Backend struct {
+	Host exechost.ExecutionHost
+	// Ping reports whether the sandbox daemon answers (for /healthz).
+	Ping func(context.Context) error
+	// Reap removes orphaned sandboxes and reports how many.
+	Reap func(context.Context) (int, error)
+	// Close releases the backend (may be nil).
+	Close func() error
+}
+
+func (c *Config) setDefaults() {
+	if c.Address == "" {
+		c.Address = envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233")
+	}
+	if c.Namespace == "" {
+		c.Namespace = envOr("TEMPORAL_NAMESPACE", "default")
+	}
+	if c.TaskQueue == "" {
+		c.TaskQueue = workflows.TaskQueue
+	}
+	if c.HealthAddr == "" {
+		c.HealthAddr = DefaultHealthAddr
+	}
+	if c.MetricsAddr == "" {
+		c.MetricsAddr = DefaultMetricsAddr
+	}
+	if c.MaxConcurrentSteps <= 0 {
+		c.MaxConcurrentSteps = DefaultMaxConcurrentSteps
+	}
+	if c.CheckpointDir == "" {
+		c.CheckpointDir = DefaultCheckpointDir
+	}
+	if c.LogDir == "" {
+		c.LogDir = DefaultLogDir
+	}
+	if c.StopTimeout <= 0 {
+		c.StopTimeout = DefaultStopTimeout
+	}
+	if c.ReapInterval <= 0 {
+		c.ReapInterval = DefaultReapInterval
+	}
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+}
+
+// Run runs the worker until ctx ends, then shuts down gracefully: the
+// Temporal worker stops polling and waits up to StopTimeout for running
+// steps, the HTTP servers drain, the reaper stops.
+func Run(ctx context.Context, cfg Config) error {
+	cfg.setDefaults()
+	log := cfg.Logger
+	m := metrics.New()
+
+	c, err := dial(ctx, cfg, m)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	backend := cfg.Backend
+	if backend == nil {
+		backend, err = newDockerBackend(ctx, cfg)
+		if err != nil {
+			return err
+		}
+	}
+	if backend.Close != nil {
+		defer backend.Close()
+	}
+
+	acts := activities.New(activities.Options{
+		Host:    backend.Host,
+		Logs:    logstore.NewDir(cfg.LogDir),
+		Secrets: secretResolver(cfg.VaultDir),
+		Metrics: m,
+		Logger:  log,
+		Labels:  cfg.SandboxLabels,
+
+		WebhookURLs: cfg.WebhookURLs,
+	})
+
+	w := sdkworker.New(c, cfg.TaskQueue, sdkworker.Options{
+		MaxConcurrentActivityExecutionSize: cfg.MaxConcurrentSteps,
+		WorkerStopTimeout:                  cfg.StopTimeout,
+		// The SDK sends at most one heartbeat per throttle interval (by
+		// default 80% of the HeartbeatTimeout, 16 s for steps), and a
+		// cancellation is only delivered in a heartbeat's answer. Capping
+		// the throttle makes `agentctl cancel` take seconds, not ~16 s.
+		MaxHeartbeatThrottleInterval:     heartbeatThrottle,
+		DefaultHeartbeatThrottleInterval: heartbeatThrottle,
+	})
+	w.RegisterWorkflowWithOptions(workflows.AgentWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	w.RegisterActivity(acts)
+	// The tool registry's workflow and its probe activity (tool register).
+	registry.RegisterWithOptions(w, &registry.Prober{Host: backend.Host, Labels: cfg.SandboxLabels})
+
+	// Reap what a previous worker on this machine left behind before taking
+	// work, then keep reaping in the background.
+	var wg sync.WaitGroup
+	reapCtx, stopReaper := context.WithCancel(ctx)
+	defer func() {
+		stopReaper()
+		wg.Wait()
+	}()
+	reap(ctx, log, backend, m)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(cfg.ReapInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-reapCtx.Done():
+				return
+			case <-t.C:
+				reap(reapCtx, log, backend, m)
+			}
+		}
+	}()
+
+	servers, ready, err := serve(cfg, c, backend, m, log)
+	if err != nil {
+		return err
+	}
+	defer shutdown(servers, log)
+
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker on task queue %s: %w", cfg.TaskQueue, err)
+	}
+	log.Info("worker started", "address", cfg.Address, "namespace", cfg.Namespace, "task_queue", cfg.TaskQueue,
+		"max_concurrent_steps", cfg.MaxConcurrentSteps, "health_addr", ready.HealthAddr, "metrics_addr", ready.MetricsAddr)
+	if cfg.OnReady != nil {
+		cfg.OnReady(ready)
+	}
+
+	<-ctx.Done()
+	log.Info("worker stopping", "stop_timeout", cfg.StopTimeout)
+	w.Stop() // waits for running activities up to WorkerStopTimeout
+	log.Info("worker stopped")
+	return nil
+}
+
+// dial connects to Temporal, retrying until DialTimeout: the server may
+// still be starting (make up, agentctl dev).
+func dial(ctx context.Context, cfg Config, m *metrics.Metrics) (client.Client, error) {
+	opts := client.Options{
+		HostPort:       cfg.Address,
+		Namespace:      cfg.Namespace,
+		Logger:         tlog.NewStructuredLogger(cfg.Logger.With("component", "temporal")),
+		MetricsHandler: m.TemporalHandler(),
+	}
+	deadline := time.Now().Add(cfg.DialTimeout)
+	backoff := 250 * time.Millisecond
+	for {
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		c, err := client.DialContext(dctx, opts)
+		cancel()
+		if err == nil {
+			return c, nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", cfg.Address, cfg.Namespace, err)
+		}
+		cfg.Logger.Warn("Temporal not reachable yet, retrying", "address", cfg.Address, "error", err)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("connect to Temporal at %s: %w", cfg.Address, ctx.Err())
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func reap(ctx context.Context, log *slog.Logger, b *Backend, m *metrics.Metrics) {
+	if b.Reap == nil {
+		return
+	}
+	n, err := b.Reap(ctx)
+	m.Reaped(n)
+	if err != nil && ctx.Err() == nil {
+		log.Warn("reap orphaned sandboxes", "error", err, "reaped", n)
+		return
+	}
+	if n > 0 {
+		log.Info("reaped orphaned sandboxes", "reaped", n)
+	}
+}
+
+// secretResolver: env:// and file:// always; vault:// from the dev Vault
+// directory when configured (a real Vault client would plug in here).
+func secretResolver(vaultDir string) secrets.Resolver {
+	s := &secrets.Sources{}
+	if vaultDir != "" {
+		s.Vault = secrets.DirVault{Dir: vaultDir}
+	}
+	return s
+}
+
+func serve(cfg Config, c client.Client, b *Backend, m *metrics.Metrics, log *slog.Logger) ([]*http.Server, Ready, error) {
+	ready := Ready{Metrics: m}
+	health := HealthHandler(c, b.Ping)
+	metricsH := MetricsHandler(m)
+
+	type listener struct {
+		addr string
+		mux  *http.ServeMux
+	}
+	var ls []*listener
+	add := func(addr, path string, h http.Handler) *listener {
+		if addr == "-" {
+			return nil
+		}
+		for _, l := range ls {
+			if l.addr == addr {
+				l.mux.Handle(path, h)
+				return l
+			}
+		}
+		l := &listener{addr: addr, mux: http.NewServeMux()}
+		l.mux.Handle(path, h)
+		ls = append(ls, l)
+		return l
+	}
+	hl := add(cfg.HealthAddr, "/healthz", health)
+	ml := add(cfg.MetricsAddr, "/metrics", metricsH)
+
+	var servers []*http.Server
+	for _, l := range ls {
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			shutdown(servers, log)
+			return nil, ready, fmt.Errorf("listen on %s: %w", l.addr, err)
+		}
+		srv := &http.Server{Handler: l.mux, ReadHeaderTimeout: 5 * time.Second}
+		servers = append(servers, srv)
+		if l == hl {
+			ready.HealthAddr = ln.Addr().String()
+		}
+		if l == ml {
+			ready.MetricsAddr = ln.Addr().String()
+		}
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("http server", "addr", ln.Addr().String(), "error", err)
+			}
+		}()
+	}
+	return servers, ready, nil
+}
+
+func shutdown(servers []*http.Server, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		if err := s.Shutdown(ctx); err != nil {
+			log.Warn("http server shutdown", "error", err)
+		}
+	}
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
