@@ -110,35 +110,40 @@ func TestEngineE2E(t *testing.T) {
 		e.requireNoContainers(t, id)
 	})
 
-	t.Run("cancel mid-step", func(t *testing.T) {
-		id := "e2e-cancel-" + suffix
-		s := e.step("sleepy", "testtool", map[string]any{"mode": "sleep", "seconds": 300})
-		run := e.start(t, id, plan("e2e-cancel", s), nil)
-		require.Eventually(t, func() bool { return len(e.containers(t, id)) > 0 }, 90*time.Second, 200*time.Millisecond,
-			"the step's sandbox never appeared")
-		require.Eventually(t, func() bool {
-			return stepRecord(t, e.status(t, id), "sleepy").Status == workflows.StepRunning
-		}, 30*time.Second, 200*time.Millisecond)
+	for _, ignoreTerm := range []bool{false, true} {
+		// A tool that ignores SIGTERM is destroyed with its sandbox after
+		// the 5 s grace.
+		t.Run(fmt.Sprintf("cancel mid-step ignore_term=%v", ignoreTerm), func(t *testing.T) {
+			id := fmt.Sprintf("e2e-cancel-%v-%s", ignoreTerm, suffix)
+			s := e.step("sleepy", "testtool", map[string]any{"mode": "sleep", "seconds": 300, "ignore_term": ignoreTerm})
+			run := e.start(t, id, plan("e2e-cancel", s), nil)
+			require.Eventually(t, func() bool { return len(e.containers(t, id)) > 0 }, 90*time.Second, 200*time.Millisecond,
+				"the step's sandbox never appeared")
+			require.Eventually(t, func() bool {
+				return stepRecord(t, e.status(t, id), "sleepy").Status == workflows.StepRunning
+			}, 30*time.Second, 200*time.Millisecond)
 
-		canceledAt := time.Now()
-		require.NoError(t, e.client.CancelWorkflow(t.Context(), id, ""))
-		// Bounded wait: SIGTERM + 5 s grace + teardown, far below the 300 s sleep.
-		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-		defer cancel()
-		err := run.Get(ctx, nil)
-		require.Error(t, err)
-		var canceled *temporal.CanceledError
-		require.True(t, errors.As(err, &canceled), "want canceled, got %v", err)
-		t.Logf("cancel took %s from request to closed run", time.Since(canceledAt).Round(time.Millisecond))
+			canceledAt := time.Now()
+			require.NoError(t, e.client.CancelWorkflow(t.Context(), id, ""))
+			// Bounded wait: heartbeat + SIGTERM + 5 s grace + teardown, far
+			// below the 300 s sleep.
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			err := run.Get(ctx, nil)
+			require.Error(t, err)
+			var canceled *temporal.CanceledError
+			require.True(t, errors.As(err, &canceled), "want canceled, got %v", err)
+			t.Logf("cancel took %s from request to closed run", time.Since(canceledAt).Round(time.Millisecond))
 
-		desc, err := e.client.DescribeWorkflowExecution(t.Context(), id, "")
-		require.NoError(t, err)
-		require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED, desc.WorkflowExecutionInfo.Status)
-		st := e.status(t, id)
-		require.Equal(t, workflows.RunCanceled, st.Status)
-		require.Equal(t, workflows.StepCanceled, stepRecord(t, st, "sleepy").Status)
-		e.requireNoContainers(t, id)
-	})
+			desc, err := e.client.DescribeWorkflowExecution(t.Context(), id, "")
+			require.NoError(t, err)
+			require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED, desc.WorkflowExecutionInfo.Status)
+			st := e.status(t, id)
+			require.Equal(t, workflows.RunCanceled, st.Status)
+			require.Equal(t, workflows.StepCanceled, stepRecord(t, st, "sleepy").Status)
+			e.requireNoContainers(t, id)
+		})
+	}
 
 	t.Run("secret reaches the tool and nowhere else", func(t *testing.T) {
 		const secret = "e2e-S3cr3t-d0-not-leak-7f3a"
@@ -186,10 +191,12 @@ func TestEngineE2E(t *testing.T) {
 			`agentflow_step_retries_total{tool="testtool:e2e"}`,
 			"agentflow_sandbox_active 0",
 			`agentflow_run_finished_total{spec="e2e-linear",status="SUCCEEDED"} 1`,
-			`agentflow_run_finished_total{spec="e2e-cancel",status="CANCELED"} 1`,
+			`agentflow_run_finished_total{spec="e2e-cancel",status="CANCELED"} 2`,
 			"temporal_activity_execution_latency",
 		} {
-			require.Contains(t, text, want)
+			require.True(t, strings.Contains(text, want), "metrics lack %s", want)
 		}
+		// Counted in workflow code through the SDK metrics handler.
+		require.Regexp(t, `(?m)^agentflow_run_started_total\{[^}]*spec="e2e-linear"[^}]*\} 1$`, text)
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,12 +33,19 @@ import (
 )
 
 // The engine end-to-end suite runs a real Temporal dev server (started
-// here on non-default ports), an in-process worker with the real Docker
-// host, and the tool images built by tools/build-images.sh.
-const (
-	engineTemporalPort = 7533
-	engineUIPort       = 8533
-)
+// here on free, non-default ports, so concurrent runs of the suite do not
+// collide), an in-process worker with the real Docker host, and the tool
+// images built by tools/build-images.sh.
+
+// engineFreePort asks the kernel for a free port. Another process could
+// take it before the server binds it; devserver.Start then fails clearly.
+func engineFreePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
 
 // engineEnv is shared by the subtests of one TestEngine* function.
 type engineEnv struct {
@@ -120,7 +128,7 @@ func startEngine(t *testing.T) *engineEnv {
 	srvLog, err := os.Create(filepath.Join(tmp, "temporal.log"))
 	require.NoError(t, err)
 	srv, err := devserver.Start(t.Context(), devserver.Options{
-		Bin: bin, Port: engineTemporalPort, Headless: true, UIPort: engineUIPort,
+		Bin: bin, Port: engineFreePort(t), Headless: true,
 		DBFile: filepath.Join(tmp, "temporal.db"), Stdout: srvLog, Stderr: srvLog,
 	})
 	require.NoError(t, err, "start dev server")

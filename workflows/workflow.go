@@ -10,7 +10,6 @@ package workflows
 
 import (
 	"fmt"
-
 	"time"
 
 	"go.temporal.io/sdk/log"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/agentflow/agentflow/activities"
 	"github.com/agentflow/agentflow/internal/expr"
+	"github.com/agentflow/agentflow/internal/metrics"
 	"github.com/agentflow/agentflow/internal/spec"
 )
 
@@ -75,6 +75,10 @@ func AgentWorkflow(ctx workflow.Context, in Input) (*Result, error) {
 	_ = workflow.GetVersion(ctx, changeScheduler, changeSchedulerVersion, changeSchedulerVersion)
 
 	r.initVisibility(ctx, &in.Plan, info)
+	// Counted through the SDK's handler so replays do not count it again;
+	// the worker bridges it onto its Prometheus registry.
+	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"spec": in.Plan.Name}).
+		Counter(metrics.RunStartedTotal).Inc(1)
 
 	if in.Plan.SchemaVersion != spec.PlanSchemaVersion {
 		return r.end(ctx, &PlanError{Msg: fmt.Sprintf(

@@ -340,6 +340,23 @@ func (h *Host) remove(ctx context.Context, id string) {
 	err := h.c.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && !errdefs.IsNotFound(err) && !errdefs.IsConflict(err) {
 		h.log.Warn("remove sandbox", "container_id", id, "error", err)
+		return
+	}
+	// A conflict means auto-remove (the in-container deadline) is already
+	// removing it. Either way, wait until the daemon no longer lists the
+	// container, so "destroyed" means gone when the caller sees it.
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := h.c.ContainerInspect(ctx, id); errdefs.IsNotFound(err) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			h.log.Warn("sandbox still listed after removal", "container_id", id)
+			return
+		case <-tick.C:
+		}
 	}
 }
 
