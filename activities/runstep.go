@@ -8,11 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -365,98 +362,6 @@ func (at *attempt) execFailure(err error, res *exechost.ExecResult) *stepError {
 	return se
 }
 
-// classify turns a finished exec into the step's output or a ToolFailed /
-// OutputLimit failure (SPEC §5: non-zero exit, stdout that is not one JSON
-// object, a non-empty error field, OOM; output over the inline limit).
-func (at *attempt) classify(res *exechost.ExecResult) (map[string]any, *stepError) {
-	fail := func(typ, format string, args ...any) (map[string]any, *stepError) {
-		return nil, &stepError{Type: typ, Msg: at.scrub.String(fmt.Sprintf(format, args...)), Details: at.details(res)}
-	}
-	if res.OOMKilled {
-		return fail(ErrTypeToolFailed, "tool was killed for exceeding its memory limit (%d bytes)", at.req.Resources.MemoryBytes)
-	}
-	if res.ExitCode != 0 {
-		if out, err := parseOutput(res.Stdout); err == nil {
-			if msg, ok := errorField(out); ok {
-				return fail(ErrTypeToolFailed, "tool exited with code %d: %s", res.ExitCode, msg)
-			}
-		}
-		return fail(ErrTypeToolFailed, "tool exited with code %d", res.ExitCode)
-	}
-	if limit := at.a.opts.InlineOutputLimit; int64(len(res.Stdout)) > limit {
-		return fail(ErrTypeOutputLimit, "tool output is %d bytes, above the inline limit of %d bytes: write large data under /workspace (it is checkpointed and handed to dependent steps) and return its path instead", len(res.Stdout), limit)
-	}
-	out, err := parseOutput(res.Stdout)
-	if err != nil {
-		return fail(ErrTypeToolFailed, "tool stdout is not one JSON object: %v", err)
-	}
-	if msg, ok := errorField(out); ok {
-		return fail(ErrTypeToolFailed, "tool reported an error: %s", msg)
-	}
-	scrubbed, _ := at.scrub.Value(out).(map[string]any)
-	return scrubbed, nil
-}
-
-func parseOutput(stdout []byte) (map[string]any, error) {
-	trimmed := bytes.TrimSpace(stdout)
-	if len(trimmed) == 0 {
-		return nil, errors.New("stdout is empty")
-	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("got a JSON %s", jsonKind(v))
-	}
-	var extra any
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, errors.New("more than one JSON value")
-	}
-	return obj, nil
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case float64:
-		return "number"
-	case string:
-		return "string"
-	case []any:
-		return "array"
-	}
-	return "value"
-}
-
-// errorField reports a non-empty "error" field: anything but absent, null,
-// false and "".
-func errorField(out map[string]any) (string, bool) {
-	v, ok := out["error"]
-	if !ok {
-		return "", false
-	}
-	switch x := v.(type) {
-	case nil:
-		return "", false
-	case bool:
-		if !x {
-			return "", false
-		}
-		return "true", true
-	case string:
-		return x, x != ""
-	default:
-		b, _ := json.Marshal(x)
-		return string(b), true
-	}
-}
-
 func (at *attempt) details(res *exechost.ExecResult) StepFailureDetails {
 	d := StepFailureDetails{Attempt: at.number, ExitCode: -1}
 	if res != nil {
@@ -554,44 +459,6 @@ func (at *attempt) finish(ctx context.Context, start time.Time, err error) {
 		return
 	}
 	at.log.InfoContext(ctx, "step attempt succeeded", "duration_ms", time.Since(start).Milliseconds())
-}
-
-// heartbeat records an activity heartbeat every interval until stopped.
-// Heartbeats are how cancellation reaches a running activity.
-type heartbeat struct {
-	phase atomic.Value
-	done  chan struct{}
-	wg    sync.WaitGroup
-}
-
-func startHeartbeat(ctx context.Context, every time.Duration) *heartbeat {
-	hb := &heartbeat{done: make(chan struct{})}
-	hb.phase.Store("start")
-	activity.RecordHeartbeat(ctx, "start")
-	hb.wg.Add(1)
-	go func() {
-		defer hb.wg.Done()
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-hb.done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx, hb.phase.Load())
-			}
-		}
-	}()
-	return hb
-}
-
-func (hb *heartbeat) setPhase(p string) { hb.phase.Store(p) }
-
-func (hb *heartbeat) stop() {
-	close(hb.done)
-	hb.wg.Wait()
 }
 
 func tail(s string, n int) string {
