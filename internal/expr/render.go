@@ -25,16 +25,33 @@ func RenderValue(v any, env *Env) (any, error) {
 }
 
 func render(v any, env *Env, path string, depth int) (any, error) {
+	return walkStrings(v, path, depth, func(s, path string, asText bool) (any, error) {
+		return renderString(s, env, path, asText)
+	})
+}
+
+// walkStrings rebuilds a JSON-like value, passing every string to fn with
+// its path. Strings inside map[string]string and []string (step env) are
+// text: fn must return a string for them (asText is true). Maps are walked
+// in sorted key order so errors and limits are deterministic.
+func walkStrings(v any, path string, depth int, fn func(s, path string, asText bool) (any, error)) (any, error) {
 	if depth > maxWalkDepth {
 		return nil, fmt.Errorf("%s: value nested deeper than %d levels: %w", pathOr(path), maxWalkDepth, ErrLimit)
 	}
+	text := func(s, path string) (string, error) {
+		r, err := fn(s, path, true)
+		if err != nil {
+			return "", err
+		}
+		return r.(string), nil
+	}
 	switch x := v.(type) {
 	case string:
-		return renderString(x, env, path, false)
+		return fn(x, path, false)
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for _, k := range sortedKeys(x) {
-			r, err := render(x[k], env, joinPath(path, k), depth+1)
+			r, err := walkStrings(x[k], joinPath(path, k), depth+1, fn)
 			if err != nil {
 				return nil, err
 			}
@@ -44,7 +61,7 @@ func render(v any, env *Env, path string, depth int) (any, error) {
 	case []any:
 		out := make([]any, len(x))
 		for i, el := range x {
-			r, err := render(el, env, fmt.Sprintf("%s[%d]", path, i), depth+1)
+			r, err := walkStrings(el, fmt.Sprintf("%s[%d]", path, i), depth+1, fn)
 			if err != nil {
 				return nil, err
 			}
@@ -59,21 +76,21 @@ func render(v any, env *Env, path string, depth int) (any, error) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			r, err := renderString(x[k], env, joinPath(path, k), true)
+			r, err := text(x[k], joinPath(path, k))
 			if err != nil {
 				return nil, err
 			}
-			out[k] = r.(string)
+			out[k] = r
 		}
 		return out, nil
 	case []string:
 		out := make([]string, len(x))
 		for i, s := range x {
-			r, err := renderString(s, env, fmt.Sprintf("%s[%d]", path, i), true)
+			r, err := text(s, fmt.Sprintf("%s[%d]", path, i))
 			if err != nil {
 				return nil, err
 			}
-			out[i] = r.(string)
+			out[i] = r
 		}
 		return out, nil
 	}
@@ -191,68 +208,15 @@ func SubstituteSecrets(v any, secrets map[string]string) (any, error) {
 }
 
 func substitute(v any, secrets map[string]string, path string, depth int) (any, error) {
-	if depth > maxWalkDepth {
-		return nil, fmt.Errorf("%s: value nested deeper than %d levels: %w", pathOr(path), maxWalkDepth, ErrLimit)
-	}
-	sub := func(s, path string) (string, error) {
+	return walkStrings(v, path, depth, func(s, path string, _ bool) (any, error) {
 		name, ok := secretPlaceholder(s)
 		if !ok {
 			return s, nil
 		}
 		val, ok := secrets[name]
 		if !ok {
-			return "", fmt.Errorf("%s: secret %q: %w", pathOr(path), name, ErrMissingSecret)
+			return nil, fmt.Errorf("%s: secret %q: %w", pathOr(path), name, ErrMissingSecret)
 		}
 		return val, nil
-	}
-	switch x := v.(type) {
-	case string:
-		return sub(x, path)
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for _, k := range sortedKeys(x) {
-			r, err := substitute(x[k], secrets, joinPath(path, k), depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = r
-		}
-		return out, nil
-	case []any:
-		out := make([]any, len(x))
-		for i, el := range x {
-			r, err := substitute(el, secrets, fmt.Sprintf("%s[%d]", path, i), depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = r
-		}
-		return out, nil
-	case map[string]string:
-		out := make(map[string]string, len(x))
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			r, err := sub(x[k], joinPath(path, k))
-			if err != nil {
-				return nil, err
-			}
-			out[k] = r
-		}
-		return out, nil
-	case []string:
-		out := make([]string, len(x))
-		for i, s := range x {
-			r, err := sub(s, fmt.Sprintf("%s[%d]", path, i))
-			if err != nil {
-				return nil, err
-			}
-			out[i] = r
-		}
-		return out, nil
-	}
-	return v, nil
+	})
 }
