@@ -65,6 +65,13 @@ type Options struct {
 	// Labels are added to every sandbox (e.g. agentflow.test=1 in tests).
 	Labels map[string]string
 
+	// GPUAvailable reports that Host can attach GPUs to sandboxes (the
+	// worker detects a GPU runtime on the Docker daemon at start).
+	GPUAvailable bool
+	// GPUPolicy applies to steps that request GPUs when !GPUAvailable;
+	// "" is GPUPolicyRequire.
+	GPUPolicy GPUPolicy
+
 	// WebhookURLs receive every run-finished event, in addition to the
 	// spec's own notify URLs.
 	WebhookURLs []string
@@ -98,6 +105,9 @@ func New(opts Options) *Activities {
 	}
 	if opts.StderrTail <= 0 {
 		opts.StderrTail = DefaultStderrTail
+	}
+	if opts.GPUPolicy == "" {
+		opts.GPUPolicy = GPUPolicyRequire
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Timeout: DefaultWebhookTimeout}

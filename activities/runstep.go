@@ -96,6 +96,16 @@ func (a *Activities) runStep(ctx context.Context, req StepRequest) (_ *StepResul
 	if err := validateRequest(req); err != nil {
 		return nil, err
 	}
+	gpus, gpuIgnored, gpuErr := a.gpuRequest(req)
+	if gpuErr != nil {
+		at.writeLog(ctx, gpuErr.Msg)
+		return nil, gpuErr
+	}
+	if gpuIgnored {
+		at.log.WarnContext(ctx, "step requests GPUs but the sandbox host has none; running it without (gpu-policy ignore)",
+			"gpus_requested", req.Resources.GPUs)
+		at.req.Resources.GPUs = gpus
+	}
 
 	hb := startHeartbeat(ctx, a.opts.HeartbeatInterval)
 	defer hb.stop()
@@ -134,11 +144,7 @@ func (a *Activities) runStep(ctx context.Context, req StepRequest) (_ *StepResul
 	res, execErr := a.opts.Host.Exec(ctx, at.id, exechost.ExecRequest{
 		Command: ToolCommand,
 		Stdin:   stdin,
-		Env: map[string]string{
-			"AGENTFLOW_AGENT_ID": req.AgentID,
-			"AGENTFLOW_STEP_ID":  req.StepID,
-			"AGENTFLOW_ATTEMPT":  strconv.Itoa(int(number)),
-		},
+		Env:     toolEnv(req, number, gpuIgnored),
 		Secrets: execSecrets,
 		Timeout: stepTimeout(req),
 	})
@@ -199,6 +205,19 @@ func (a *Activities) runStep(ctx context.Context, req StepRequest) (_ *StepResul
 		OutputBytes:  len(res.Stdout),
 		ImageDigest:  exe.ImageDigest,
 	}, nil
+}
+
+// toolEnv is the agentflow environment every tool exec gets.
+func toolEnv(req StepRequest, number int32, gpuIgnored bool) map[string]string {
+	env := map[string]string{
+		"AGENTFLOW_AGENT_ID": req.AgentID,
+		"AGENTFLOW_STEP_ID":  req.StepID,
+		"AGENTFLOW_ATTEMPT":  strconv.Itoa(int(number)),
+	}
+	if gpuIgnored {
+		env[EnvGPUIgnored] = "1"
+	}
+	return env
 }
 
 func validateRequest(req StepRequest) error {

@@ -3,6 +3,10 @@ package worker
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/docker/docker/api/types/system"
 
 	dockerclient "github.com/docker/docker/client"
 
@@ -37,7 +41,13 @@ func newDockerBackend(ctx context.Context, cfg Config) (*Backend, error) {
 		dc.Close()
 		return nil, fmt.Errorf("docker host: %w", err)
 	}
+	gpu, err := hasGPURuntime(ctx, dc)
+	if err != nil {
+		dc.Close()
+		return nil, err
+	}
 	return &Backend{
+		GPU:  gpu,
 		Host: host,
 		Ping: func(ctx context.Context) error {
 			_, err := dc.Ping(ctx)
@@ -49,4 +59,34 @@ func newDockerBackend(ctx context.Context, cfg Config) (*Backend, error) {
 		},
 		Close: dc.Close,
 	}, nil
+}
+
+// hasGPURuntime asks the daemon once, at start, whether it can give
+// containers GPUs. `docker run --gpus` needs the NVIDIA container toolkit;
+// its documented setup (nvidia-ctk runtime configure) registers a runtime
+// named "nvidia", which `docker info` lists. A daemon whose toolkit is only
+// reachable through the legacy prestart hook is not detected: its GPU steps
+// are treated as on a GPU-less host (see the gpu policy). Probing by
+// starting a GPU container would be exact but costs a container per worker
+// start and needs an image with nvidia-smi, which is not ours to pull.
+func hasGPURuntime(ctx context.Context, dc *dockerclient.Client) (bool, error) {
+	info, err := dc.Info(ctx)
+	if err != nil {
+		return false, fmt.Errorf("docker info: %w", err)
+	}
+	return gpuRuntime(info), nil
+}
+
+// gpuRuntime is the pure part of hasGPURuntime.
+func gpuRuntime(info system.Info) bool {
+	if strings.Contains(strings.ToLower(info.DefaultRuntime), "nvidia") {
+		return true
+	}
+	for name, rt := range info.Runtimes {
+		if strings.Contains(strings.ToLower(name), "nvidia") ||
+			strings.Contains(strings.ToLower(filepath.Base(rt.Path)), "nvidia") {
+			return true
+		}
+	}
+	return false
 }

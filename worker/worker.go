@@ -63,6 +63,10 @@ type Config struct {
 	CheckpointDir      string
 	LogDir             string
 	VaultDir           string // dev Vault for vault:// secrets; "" disables vault://
+	// GPUPolicy: what to do with steps that request GPUs when the sandbox
+	// host has no GPU runtime ("" = require: fail them, non-retryably;
+	// ignore: run them without a GPU).
+	GPUPolicy activities.GPUPolicy
 
 	StopTimeout  time.Duration
 	ReapInterval time.Duration
@@ -95,6 +99,9 @@ type Backend struct {
 	Reap func(context.Context) (int, error)
 	// Close releases the backend (may be nil).
 	Close func() error
+	// GPU reports that the host can attach GPUs to sandboxes. The Docker
+	// backend sets it when the daemon has an nvidia runtime registered.
+	GPU bool
 }
 
 func (c *Config) setDefaults() {
@@ -142,6 +149,10 @@ func (c *Config) setDefaults() {
 func Run(ctx context.Context, cfg Config) error {
 	cfg.setDefaults()
 	log := cfg.Logger
+	gpuPolicy, err := activities.ParseGPUPolicy(string(cfg.GPUPolicy))
+	if err != nil {
+		return err
+	}
 	m := metrics.New()
 
 	c, err := dial(ctx, cfg, m)
@@ -170,7 +181,13 @@ func Run(ctx context.Context, cfg Config) error {
 		Labels:  cfg.SandboxLabels,
 
 		WebhookURLs: cfg.WebhookURLs,
+
+		GPUAvailable: backend.GPU,
+		GPUPolicy:    gpuPolicy,
 	})
+	if !backend.GPU {
+		log.Info("sandbox host has no GPU runtime; steps that request GPUs follow the gpu policy", "gpu_policy", string(gpuPolicy))
+	}
 
 	w := sdkworker.New(c, cfg.TaskQueue, sdkworker.Options{
 		MaxConcurrentActivityExecutionSize: cfg.MaxConcurrentSteps,

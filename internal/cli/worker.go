@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentflow/agentflow/activities"
 	"github.com/agentflow/agentflow/worker"
 	"github.com/agentflow/agentflow/workflows"
 )
@@ -26,6 +27,7 @@ type workerFlags struct {
 	LogLevel           string
 	LogFormat          string
 	SandboxLabels      []string
+	GPUPolicy          string
 }
 
 func (f *workerFlags) register(cmd *cobra.Command) {
@@ -39,6 +41,8 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.LogDir, "log-dir", envOr("AGENTFLOW_LOG_DIR", worker.DefaultLogDir), "local step log directory, read by agentctl logs (env AGENTFLOW_LOG_DIR)")
 	fl.StringVar(&f.VaultDir, "vault-dir", os.Getenv("AGENTFLOW_VAULT_DIR"), "development Vault: vault://a/b/key reads <dir>/a/b/key (env AGENTFLOW_VAULT_DIR)")
 	fl.StringArrayVar(&f.SandboxLabels, "sandbox-label", nil, "KEY=VALUE label added to every sandbox (repeatable)")
+	fl.StringVar(&f.GPUPolicy, "gpu-policy", string(activities.GPUPolicyRequire),
+		"steps that request a GPU on a host without a GPU runtime: require (fail them) | ignore (run them without a GPU, with "+activities.EnvGPUIgnored+"=1)")
 	fl.StringVar(&f.LogLevel, "log-level", "info", "debug|info|warn|error")
 	fl.StringVar(&f.LogFormat, "log-format", "text", "text|json")
 }
@@ -50,6 +54,10 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 	logger, err := newLogger(errOut, f.LogLevel, f.LogFormat)
 	if err != nil {
 		return worker.Config{}, err
+	}
+	gpuPolicy, err := activities.ParseGPUPolicy(f.GPUPolicy)
+	if err != nil {
+		return worker.Config{}, usageErr("--gpu-policy: %v", err)
 	}
 	labels := map[string]string{}
 	for _, kv := range f.SandboxLabels {
@@ -72,6 +80,7 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		VaultDir:           f.VaultDir,
 		Logger:             logger,
 		SandboxLabels:      labels,
+		GPUPolicy:          gpuPolicy,
 	}, nil
 }
 
@@ -103,10 +112,16 @@ Prometheus /metrics, reaps orphaned sandboxes at start and every minute, and
 on SIGTERM stops taking work and waits for running steps (up to 30 s).
 
 Secrets are resolved on the worker: env://VAR from its environment,
-file:///path from its filesystem, vault://path/key from --vault-dir.`,
+file:///path from its filesystem, vault://path/key from --vault-dir.
+
+A step that requests GPUs (resources.gpu) on a worker whose Docker daemon has
+no nvidia runtime fails at once with a policy error (--gpu-policy require, the
+default); with --gpu-policy ignore it runs without a GPU, a warning is logged
+and the tool sees AGENTFLOW_GPU_IGNORED=1.`,
 		Example: `  agentctl worker
   agentctl worker --max-concurrent-steps 8 --metrics-addr :9100 --webhook-url http://127.0.0.1:9999/hook
-  TEMPORAL_ADDRESS=temporal.internal:7233 agentctl worker --vault-dir /etc/agentflow/vault`,
+  TEMPORAL_ADDRESS=temporal.internal:7233 agentctl worker --vault-dir /etc/agentflow/vault
+  agentctl worker --gpu-policy ignore   # a laptop without GPUs runs GPU steps on the CPU`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.config(opts, opts.Streams.Err)

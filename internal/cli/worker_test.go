@@ -21,6 +21,8 @@ func TestWorkerAndDevUsageErrors(t *testing.T) {
 		{name: "worker positional arg", args: []string{"worker", "extra"}, want: "unknown command"},
 		{name: "worker unknown flag", args: []string{"worker", "--nope"}, want: "unknown flag"},
 		{name: "worker bad sandbox label", args: []string{"worker", "--sandbox-label", "novalue"}, want: "--sandbox-label"},
+		{name: "worker bad gpu policy", args: []string{"worker", "--gpu-policy", "fallback"}, want: "--gpu-policy"},
+		{name: "dev bad gpu policy", args: []string{"dev", "--gpu-policy", "maybe"}, want: "--gpu-policy"},
 		{name: "dev bad address", args: []string{"--address", "no-port", "dev"}, want: "invalid --address"},
 		{name: "dev bad port", args: []string{"--address", "127.0.0.1:http", "dev"}, want: "invalid port"},
 	}
@@ -38,7 +40,7 @@ func TestWorkerHelpListsFlags(t *testing.T) {
 	var out bytes.Buffer
 	code := Run(context.Background(), "test", []string{"worker", "--help"}, Streams{In: strings.NewReader(""), Out: &out, Err: &out})
 	require.Equal(t, ExitOK, code)
-	for _, f := range []string{"--task-queue", "--health-addr", "--metrics-addr", "--webhook-url", "--max-concurrent-steps", "--checkpoint-dir", "--log-dir", "--vault-dir"} {
+	for _, f := range []string{"--task-queue", "--health-addr", "--metrics-addr", "--webhook-url", "--max-concurrent-steps", "--checkpoint-dir", "--log-dir", "--vault-dir", "--gpu-policy"} {
 		require.Contains(t, out.String(), f)
 	}
 }
