@@ -2,20 +2,25 @@ package docker
 
 import (
 	"bytes"
+	"crypto/rand"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 )
 
-// DefaultOwner names this process as "<hostname>:<pid>:<start-time>". The
-// start time (clock ticks since boot, from /proc) tells a live process from
-// a later one that reused its PID — workers in containers are often PID 1 on
-// every start.
+// DefaultOwner names one Host in this process as
+// "<hostname>:<pid>:<start-time>:<nonce>". The start time (clock ticks since
+// boot, from /proc) tells a live process from a later one that reused its
+// PID — workers in containers are often PID 1 on every start. The random
+// nonce keeps two hosts in one process (tests, embedders) from treating each
+// other's sandboxes as their own untracked leftovers.
 func DefaultOwner() string {
 	host, _ := os.Hostname()
 	pid := os.Getpid()
-	return fmt.Sprintf("%s:%d:%s", host, pid, procStart(pid))
+	var nonce [4]byte
+	_, _ = rand.Read(nonce[:])
+	return fmt.Sprintf("%s:%d:%s:%x", host, pid, procStart(pid), nonce)
 }
 
 // procStart reads field 22 of /proc/<pid>/stat, or "" if unavailable.
@@ -51,6 +56,7 @@ func LocalOwnerAlive(owner string) bool {
 		return true
 	}
 	pidStr, start, _ := strings.Cut(rest, ":")
+	start, _, _ = strings.Cut(start, ":") // drop the per-host nonce
 	pid, err := strconv.Atoi(pidStr)
 	if err != nil || pid <= 0 {
 		return true

@@ -11,14 +11,18 @@ import (
 func TestOwnerLiveness(t *testing.T) {
 	me := DefaultOwner()
 	host, _ := os.Hostname()
-	require.Regexp(t, `^.+:\d+:\d*$`, me)
+	require.Regexp(t, `^.+:\d+:\d*:[0-9a-f]{8}$`, me)
 	require.True(t, LocalOwnerAlive(me), "this process is alive")
+	other := DefaultOwner()
+	require.NotEqual(t, me, other, "two hosts in one process have distinct owners")
+	require.True(t, LocalOwnerAlive(other), "and each sees the other as alive")
 
 	tests := []struct {
 		owner string
 		alive bool
 	}{
 		{fmt.Sprintf("%s:%d:1", host, os.Getpid()), false}, // our PID, another start time: a previous process
+		{fmt.Sprintf("%s:%d:1:0badcafe", host, os.Getpid()), false},
 		{fmt.Sprintf("%s:%d:1", host, 1<<22+7), false},     // no such PID
 		{"another-host:1:1", true},                         // cannot tell: leave it to its deadline
 		{"not-our-format", true},
