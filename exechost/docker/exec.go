@@ -61,6 +61,11 @@ func (h *Host) Exec(ctx context.Context, id exechost.ExecutionID, req exechost.E
 	case err != nil:
 		return out, fmt.Errorf("exec %s: %w", id, err)
 	}
+	if e.terminated.Load() {
+		// Terminate removed the container under the command: the exit the
+		// runner saw (137) is the removal's, not the tool's.
+		return out, fmt.Errorf("exec %s: sandbox removed: %w", id, exechost.ErrTerminated)
+	}
 	if res.ExitCode == 137 {
 		out.OOMKilled = h.oomKilled(ctx, e)
 	}

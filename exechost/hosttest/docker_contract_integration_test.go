@@ -1,0 +1,126 @@
+//go:build integration
+
+package hosttest_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/errdefs"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentflow/agentflow/exechost"
+	"github.com/agentflow/agentflow/exechost/checkpoint"
+	"github.com/agentflow/agentflow/exechost/docker"
+	"github.com/agentflow/agentflow/exechost/docker/policy"
+	"github.com/agentflow/agentflow/exechost/docker/runner"
+	"github.com/agentflow/agentflow/exechost/hosttest"
+)
+
+const baseTag = "agentflow/base:latest"
+
+// suiteLabel marks this package's containers, so the leftover check never
+// looks at containers of other suites running at the same time.
+var suiteLabel = fmt.Sprintf("exechost-hosttest-%d", os.Getpid())
+
+// TestMain fails the package when a test container is left behind.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation()); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		list, err := c.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+			filters.Arg("label", "agentflow.test=1"), filters.Arg("label", "agentflow.test.suite="+suiteLabel))})
+		cancel()
+		if err == nil && len(list) > 0 {
+			for _, s := range list {
+				fmt.Fprintf(os.Stderr, "LEFTOVER container %s %v %s\n", s.ID[:12], s.Names, s.State)
+			}
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// dockerClient returns a client to a live daemon or skips; with
+// AGENTFLOW_REQUIRE_DOCKER=1 a missing daemon fails instead.
+func dockerClient(t *testing.T) *client.Client {
+	t.Helper()
+	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err == nil {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		_, err = c.Ping(ctx)
+		cancel()
+	}
+	if err != nil {
+		if os.Getenv("AGENTFLOW_REQUIRE_DOCKER") == "1" {
+			t.Fatalf("AGENTFLOW_REQUIRE_DOCKER=1 but no Docker daemon answers: %v", err)
+		}
+		t.Skipf("skipping: no Docker daemon answers (%v); set AGENTFLOW_REQUIRE_DOCKER=1 to fail instead", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestDockerHostContract(t *testing.T) {
+	c := dockerClient(t)
+	img, err := c.ImageInspect(t.Context(), baseTag)
+	if errdefs.IsNotFound(err) {
+		t.Fatalf("image %s not found: run `make images` (tools/build-images.sh) first", baseTag)
+	}
+	require.NoError(t, err)
+	store, err := checkpoint.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	host, err := docker.New(docker.Options{Client: c, Store: store, KillGrace: time.Second})
+	require.NoError(t, err)
+
+	// containerOf finds id's sandbox behind the host's back, by the label
+	// the host puts on it.
+	containers := func(ctx context.Context, id exechost.ExecutionID) ([]container.Summary, error) {
+		return c.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+			filters.Arg("label", policy.LabelExecution+"="+string(id)),
+			filters.Arg("label", "agentflow.test.suite="+suiteLabel))})
+	}
+	spy := runner.New(c, runner.Options{})
+
+	hosttest.Run(t, hosttest.Harness{
+		Host:     host,
+		Image:    img.ID,
+		Labels:   map[string]string{"agentflow.test": "1", "agentflow.test.suite": suiteLabel},
+		IDPrefix: fmt.Sprintf("%d-", os.Getpid()),
+		Probe: func(ctx context.Context, id exechost.ExecutionID, argv []string) ([]byte, int, error) {
+			list, err := containers(ctx, id)
+			if err != nil {
+				return nil, 0, err
+			}
+			if len(list) != 1 {
+				return nil, 0, fmt.Errorf("probe %s: %d sandboxes", id, len(list))
+			}
+			var out bytes.Buffer
+			res, err := spy.Run(ctx, list[0].ID, runner.Command{
+				Argv: argv, User: policy.DefaultUser, WorkDir: policy.WorkspaceDir,
+				Stdout: &out, MaxOutput: 1 << 20, Timeout: 30 * time.Second,
+			})
+			return out.Bytes(), res.ExitCode, err
+		},
+		Exists: func(ctx context.Context, id exechost.ExecutionID) (bool, error) {
+			list, err := containers(ctx, id)
+			return len(list) > 0, err
+		},
+		CheckpointContent: func(ctx context.Context, id exechost.CheckpointID) ([]byte, error) {
+			_, rc, err := store.Get(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			defer rc.Close()
+			return io.ReadAll(rc)
+		},
+	})
+}
