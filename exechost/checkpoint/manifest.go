@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/agentflow/agentflow/exechost"
@@ -23,8 +24,10 @@ const SchemaVersion = 1
 const maxManifestBytes = 64 << 10
 
 var (
-	idPattern     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-	sha256Pattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	// Compiled on first use: every agentctl start (validate must stay fast)
+	// would otherwise pay for these at package init.
+	idPattern     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`) })
+	sha256Pattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}$`) })
 )
 
 // Manifest describes one stored checkpoint. The content is always a tar
@@ -44,8 +47,8 @@ type Manifest struct {
 // ValidID reports whether id is safe to use as a file or object name: no
 // separators, no "..", bounded length.
 func ValidID(id exechost.CheckpointID) error {
-	if !idPattern.MatchString(string(id)) {
-		return fmt.Errorf("checkpoint id %q: must match %s: %w", id, idPattern, exechost.ErrPolicy)
+	if !idPattern().MatchString(string(id)) {
+		return fmt.Errorf("checkpoint id %q: must match %s: %w", id, idPattern(), exechost.ErrPolicy)
 	}
 	return nil
 }
@@ -56,7 +59,7 @@ func (m *Manifest) Validate() error {
 	if m.SchemaVersion != SchemaVersion {
 		errs = append(errs, fmt.Errorf("schema_version %d, want %d", m.SchemaVersion, SchemaVersion))
 	}
-	if !idPattern.MatchString(string(m.ID)) {
+	if !idPattern().MatchString(string(m.ID)) {
 		errs = append(errs, fmt.Errorf("id %q invalid", m.ID))
 	}
 	if m.ExecutionID == "" {
@@ -68,7 +71,7 @@ func (m *Manifest) Validate() error {
 	if m.SizeBytes < 0 {
 		errs = append(errs, fmt.Errorf("size_bytes %d negative", m.SizeBytes))
 	}
-	if !sha256Pattern.MatchString(m.SHA256) {
+	if !sha256Pattern().MatchString(m.SHA256) {
 		errs = append(errs, fmt.Errorf("sha256 %q not 64 lowercase hex digits", m.SHA256))
 	}
 	if m.CreatedAt.IsZero() {

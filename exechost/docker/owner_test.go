@@ -23,8 +23,8 @@ func TestOwnerLiveness(t *testing.T) {
 	}{
 		{fmt.Sprintf("%s:%d:1", host, os.Getpid()), false}, // our PID, another start time: a previous process
 		{fmt.Sprintf("%s:%d:1:0badcafe", host, os.Getpid()), false},
-		{fmt.Sprintf("%s:%d:1", host, 1<<22+7), false},     // no such PID
-		{"another-host:1:1", true},                         // cannot tell: leave it to its deadline
+		{fmt.Sprintf("%s:%d:1", host, 1<<22+7), false}, // no such PID
+		{"another-host:1:1", true},                     // cannot tell: leave it to its deadline
 		{"not-our-format", true},
 	}
 	for _, tt := range tests {

@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -102,13 +103,17 @@ type ProbeResult struct {
 }
 
 var (
-	nameRe    = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,62}[a-z0-9])?$`)
-	versionRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$`)
+	// Compiled on first use: every agentctl start (validate must stay fast)
+	// would otherwise pay for these at package init.
+	nameRe    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,62}[a-z0-9])?$`) })
+	versionRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$`) })
 	hex64     = `[a-f0-9]{64}`
-	imageIDRe = regexp.MustCompile(`^sha256:` + hex64 + `$`)
+	imageIDRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:` + hex64 + `$`) })
 	// repo: lowercase path components separated by / with an optional
 	// registry host[:port] first, as in the distribution reference grammar.
-	repoDigestRe = regexp.MustCompile(`^([a-zA-Z0-9.-]+(:[0-9]+)?/)?[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*@sha256:` + hex64 + `$`)
+	repoDigestRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^([a-zA-Z0-9.-]+(:[0-9]+)?/)?[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*@sha256:` + hex64 + `$`)
+	})
 )
 
 // ErrInvalid marks a request that is malformed (bad name, version or
@@ -117,7 +122,7 @@ var ErrInvalid = errors.New("invalid tool registration")
 
 // ValidateName checks a tool name (DNS-label-like, dots allowed).
 func ValidateName(name string) error {
-	if !nameRe.MatchString(name) {
+	if !nameRe().MatchString(name) {
 		return fmt.Errorf("%w: tool name %q: want lowercase letters, digits, '.', '_' or '-' (at most 64)", ErrInvalid, name)
 	}
 	return nil
@@ -125,7 +130,7 @@ func ValidateName(name string) error {
 
 // ValidateVersion checks a tool version (what `/bin/tool --version` prints).
 func ValidateVersion(v string) error {
-	if !versionRe.MatchString(v) {
+	if !versionRe().MatchString(v) {
 		return fmt.Errorf("%w: tool version %q: want letters, digits, '.', '_', '+' or '-' (at most 64)", ErrInvalid, v)
 	}
 	return nil
@@ -136,7 +141,7 @@ func ValidateVersion(v string) error {
 // resolves one with --pin before it gets here.
 func ValidateImageRef(ref string) error {
 	switch {
-	case imageIDRe.MatchString(ref), repoDigestRe.MatchString(ref):
+	case imageIDRe().MatchString(ref), repoDigestRe().MatchString(ref):
 		return nil
 	case strings.Contains(ref, "@sha256:") || strings.HasPrefix(ref, "sha256:"):
 		return fmt.Errorf("%w: image %q: malformed digest (want sha256:<64 lowercase hex>)", ErrInvalid, ref)

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -124,26 +125,30 @@ func (ps *problems) add(field, format string, args ...any) {
 func (ps problems) err() error { return errors.Join(ps...) }
 
 var (
-	envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// Compiled on first use: every agentctl start (validate must stay fast)
+	// would otherwise pay for these at package init.
+	envNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 	// secretName matches names that look like they carry a credential.
 	// Matched on the upper-cased name with separators removed, so
 	// "apiKey", "API_KEY" and "X_APIKEY" are all caught.
-	secretName      = regexp.MustCompile(`TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|APIKEY|CREDENTIAL|PRIVATEKEY|ACCESSKEY`)
-	digestRef       = regexp.MustCompile(`^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$`)
-	imageID         = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	labelKeyPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$`)
+	secretName = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|APIKEY|CREDENTIAL|PRIVATEKEY|ACCESSKEY`)
+	})
+	digestRef       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$`) })
+	imageID         = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
+	labelKeyPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$`) })
 )
 
 // LooksSecret reports whether an environment variable name looks like it
 // holds a token, secret, password, API key or credential.
 func LooksSecret(name string) bool {
 	n := strings.ToUpper(strings.ReplaceAll(name, "_", ""))
-	return secretName.MatchString(n)
+	return secretName().MatchString(n)
 }
 
 // IsPinned reports whether ref names an immutable image: "repo@sha256:…" or
 // a local image ID "sha256:…".
-func IsPinned(ref string) bool { return imageID.MatchString(ref) || digestRef.MatchString(ref) }
+func IsPinned(ref string) bool { return imageID().MatchString(ref) || digestRef().MatchString(ref) }
 
 // ValidateProvision checks a whole provision request and returns every
 // problem at once; each matches exechost.ErrPolicy.
@@ -244,7 +249,7 @@ func checkEnv(ps *problems, field string, env map[string]string, secrets bool) {
 	for k, v := range env {
 		total += len(k) + len(v) + 2
 		switch {
-		case !envNamePattern.MatchString(k):
+		case !envNamePattern().MatchString(k):
 			ps.add(field+"."+k, "invalid name")
 		case !secrets && LooksSecret(k):
 			ps.add(field+"."+k, "name looks like a secret: pass it in ExecRequest.Secrets")
@@ -264,7 +269,7 @@ func checkLabels(ps *problems, labels map[string]string) {
 	}
 	for k, v := range labels {
 		switch {
-		case !labelKeyPattern.MatchString(k):
+		case !labelKeyPattern().MatchString(k):
 			ps.add("labels."+k, "invalid key")
 		case isReservedLabel(k):
 			ps.add("labels."+k, "reserved for the host")
