@@ -22,7 +22,7 @@ build: ## build bin/agentctl
 
 $(BIN)/temporal:
 	@mkdir -p $(BIN)
-	GOBIN=$(BIN) $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
+	CGO_ENABLED=0 GOBIN=$(BIN) $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
 
 .PHONY: temporal
 temporal: $(BIN)/temporal ## build the Temporal CLI dev server (pinned) into bin/
@@ -65,6 +65,15 @@ down: ## stop what make up started
 .PHONY: run
 run: up ## bring everything up and run the demo spec end to end
 	./scripts/demo.sh
+
+.PHONY: compose-up
+compose-up: build temporal images ## the same stack as containers (docker-compose.yml)
+	./deploy/build-image.sh
+	docker-compose up -d
+
+.PHONY: compose-down
+compose-down: ## stop the docker-compose stack
+	docker-compose down
 
 .PHONY: schema
 schema: ## regenerate schema/agentflow.schema.json from the Go types

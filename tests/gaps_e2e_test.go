@@ -233,6 +233,26 @@ outputs:
 		e.requireNoContainers(t, id)
 	})
 
+	t.Run("make run demo: parallel branches and a workspace hand-off", func(t *testing.T) {
+		id := "e2e-demo-" + suffix
+		demo := filepath.Join(repoRoot(t), "specs", "demo.yaml")
+		code, out, errOut := ctl.agentctl(t, "run", "-f", demo, "--name", id, "--wait", "-o", "json")
+		require.Equal(t, 0, code, errOut)
+		var st workflows.Status
+		require.NoError(t, json.Unmarshal([]byte(out), &st))
+		require.Equal(t, workflows.RunSucceeded, st.Status)
+		requireStatuses(t, st, map[string]string{
+			"fetch": "success", "summarize": "success", "headlines": "success", "render": "success", "verify": "success",
+		})
+		// verify reads files written by headlines and render: its workspace
+		// was layered from both branches' checkpoints.
+		require.Equal(t, []any{"headlines.txt", "summary.md"}, st.Outputs["handed_off"])
+		files := stepRecord(t, st, "verify").Output["files"].(map[string]any)
+		require.Contains(t, files["summary.md"], "# Daily Digest - ")
+		require.NotEmpty(t, files["headlines.txt"])
+		e.requireNoContainers(t, id)
+	})
+
 	t.Run("seed complaint handler: unknown customer escalates", func(t *testing.T) {
 		id := "e2e-complaint-003-" + suffix
 		code, out, _ := ctl.agentctl(t, "run", "-f", complaint, "--name", id, "--input", "email_id=msg-003", "--wait", "-o", "json")
@@ -349,6 +369,7 @@ func seedImages(t *testing.T) []imageEntry {
 	want := map[string]bool{
 		"imap-fetcher": true, "ner-model": true, "finance-api": true, "jira-creator": true, "smtp-sender": true,
 		"rss-fetcher": true, "llm-summarizer": true, "md-generator": true, "slack-notifier": true,
+		"wsfile": true, // the make run demo
 	}
 	var out []imageEntry
 	for _, en := range all {
