@@ -17,8 +17,9 @@ help: ## list targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## build bin/agentctl
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/agentctl ./cmd/agentctl
+build: ## build bin/agentctl (lean: validate, graph) and bin/agentctl-engine (every other verb)
+	CGO_ENABLED=0 $(GO) build -trimpath -tags lite -ldflags '$(LDFLAGS)' -o $(BIN)/agentctl ./cmd/agentctl
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/agentctl-engine ./cmd/agentctl
 
 $(BIN)/temporal:
 	@mkdir -p $(BIN)

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-for b in bin/agentctl bin/temporal; do
+for b in bin/agentctl bin/agentctl-engine bin/temporal; do
   [ -x "$b" ] || { echo "build-image: $b missing (make build temporal)" >&2; exit 1; }
   if file "$b" 2>/dev/null | grep -q "dynamically linked"; then
     echo "build-image: $b is dynamically linked; rebuild it with CGO_ENABLED=0" >&2
@@ -17,7 +17,7 @@ root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root/bin" "$root/tmp" "$root/data" "$root/etc"
 chmod 1777 "$root/tmp"
-cp bin/agentctl bin/temporal "$root/bin/"
+cp bin/agentctl bin/agentctl-engine bin/temporal "$root/bin/"
 printf 'root:x:0:0:root:/:/bin/agentctl\n' >"$root/etc/passwd"
 printf 'root:x:0:\n' >"$root/etc/group"
 

@@ -108,6 +108,9 @@ func NewRootCmd(version string, s Streams) *cobra.Command {
 
 // Run executes agentctl with args and returns the process exit code.
 func Run(ctx context.Context, version string, args []string, s Streams) int {
+	if code, done := forwardEarly(args); done {
+		return code
+	}
 	root := NewRootCmd(version, s)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
