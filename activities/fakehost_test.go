@@ -24,6 +24,7 @@ type fakeHost struct {
 	provisions  []exechost.ProvisionRequest
 	execs       []exechost.ExecRequest
 	checkpoints []exechost.ExecutionID
+	cpRequests  []exechost.CheckpointRequest // every Checkpoint call, refused ones too
 	terminates  []exechost.ExecutionID
 	live        map[exechost.ExecutionID]bool
 	execStarted chan struct{} // closed when the first Exec starts, if set
@@ -67,9 +68,10 @@ func (h *fakeHost) Exec(ctx context.Context, id exechost.ExecutionID, req execho
 	return res, err
 }
 
-func (h *fakeHost) Checkpoint(_ context.Context, id exechost.ExecutionID, _ exechost.CheckpointRequest) (*exechost.Checkpoint, error) {
+func (h *fakeHost) Checkpoint(_ context.Context, id exechost.ExecutionID, req exechost.CheckpointRequest) (*exechost.Checkpoint, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.cpRequests = append(h.cpRequests, req)
 	if !h.live[id] {
 		return nil, fmt.Errorf("checkpoint %s: %w", id, exechost.ErrTerminated)
 	}
@@ -94,6 +96,12 @@ func (h *fakeHost) Terminate(_ context.Context, id exechost.ExecutionID) error {
 	h.terminates = append(h.terminates, id)
 	delete(h.live, id)
 	return nil
+}
+
+func (h *fakeHost) checkpointRequests() []exechost.CheckpointRequest {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]exechost.CheckpointRequest(nil), h.cpRequests...)
 }
 
 func (h *fakeHost) snapshot() (provisions []exechost.ProvisionRequest, execs []exechost.ExecRequest, checkpoints, terminates []exechost.ExecutionID, live int) {

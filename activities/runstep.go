@@ -69,6 +69,7 @@ type attempt struct {
 	number  int32
 	id      exechost.ExecutionID
 	scrub   *scrubber
+	redact  []string // secret values and their JSON forms: kept out of the checkpoint
 	log     *slog.Logger
 	stdout  []byte
 	stderr  []byte
@@ -119,6 +120,7 @@ func (a *Activities) runStep(ctx context.Context, req StepRequest) (_ *StepResul
 		secretValues = append(secretValues, v)
 	}
 	at.scrub = newScrubber(secretValues)
+	at.redact = secretForms(secretValues)
 
 	stdin, plainEnv, execSecrets, err := prepareInput(req, values)
 	if err != nil {
@@ -189,6 +191,12 @@ func (a *Activities) runStep(ctx context.Context, req StepRequest) (_ *StepResul
 			Type:    hostErrorType(cpErr),
 			Msg:     "checkpoint workspace: " + at.scrub.String(cpErr.Error()),
 			Details: at.details(res),
+		}
+		if pe := (*exechost.PolicyError)(nil); errors.As(cpErr, &pe) && pe.Field == exechost.PolicyFieldRedact {
+			// A name cannot be redacted without breaking what refers to it;
+			// PolicyViolation is not retried: a retry would write it again.
+			se.Msg = "checkpoint workspace: a workspace entry name (or symlink target) contains a secret value; " +
+				"secrets may be written into files, never into file names"
 		}
 		if se.Type == ErrTypeTimeout || se.Type == ErrTypeOutputLimit {
 			se.Type = ErrTypeSandboxLost
@@ -394,6 +402,9 @@ func (at *attempt) checkpoint(ctx context.Context) (*exechost.Checkpoint, error)
 	start := time.Now()
 	cp, err := at.a.opts.Host.Checkpoint(ctx, at.id, exechost.CheckpointRequest{
 		Reason: fmt.Sprintf("step %s attempt %d", at.req.StepID, at.number),
+		// Secrets the tool wrote into /workspace are stored as '*'s of the
+		// same length, so no dependent step restores them.
+		Redact: at.redact,
 	})
 	at.a.opts.Metrics.ObservePhase(metrics.PhaseCheckpoint, time.Since(start), err)
 	if err == nil {

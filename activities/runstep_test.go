@@ -45,6 +45,7 @@ func baseReq() StepRequest {
 
 type harness struct {
 	host    *fakeHost
+	other   exechost.ExecutionHost // when set, RunStep runs on it instead of host
 	logs    *logstore.Dir
 	metrics *metrics.Metrics
 	opts    Options
@@ -73,6 +74,9 @@ func (h *harness) run(t *testing.T, req StepRequest) (*StepResult, error) {
 	env.SetWorkerOptions(worker.Options{BackgroundActivityContext: h.bg})
 	opts := h.opts
 	opts.Host = h.host
+	if h.other != nil {
+		opts.Host = h.other
+	}
 	a := New(opts)
 	env.RegisterActivity(a)
 	v, err := env.ExecuteActivity(a.RunStep, req)
@@ -129,6 +133,7 @@ func TestRunStepSuccess(t *testing.T) {
 	require.Equal(t, 30*time.Second, execs[0].Timeout)
 	require.Empty(t, execs[0].Secrets)
 	require.Equal(t, []exechost.ExecutionID{id}, checkpoints)
+	require.Empty(t, h.host.checkpointRequests()[0].Redact, "a step without secrets redacts nothing")
 	require.Equal(t, []exechost.ExecutionID{id}, terminates)
 	require.Zero(t, live)
 
@@ -381,6 +386,11 @@ func TestRunStepSecretsSubstitutedAndScrubbed(t *testing.T) {
 			require.NotContains(t, seen.Env, "API_TOKEN")
 			provisions, _, _, _, _ := h.host.snapshot()
 			require.Equal(t, map[string]string{"LOG_LEVEL": "info"}, provisions[0].Env)
+			// The checkpoint (failed attempts are checkpointed too) is
+			// redacted of every value and its JSON-escaped form.
+			cps := h.host.checkpointRequests()
+			require.Len(t, cps, 1)
+			require.ElementsMatch(t, []string{secret, `a"b`, `a\"b`}, cps[0].Redact)
 
 			// Nothing that leaves the activity carries it.
 			log := h.log(t, req)

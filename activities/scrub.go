@@ -18,6 +18,23 @@ type scrubber struct {
 }
 
 func newScrubber(values []string) *scrubber {
+	olds := secretForms(values)
+	if len(olds) == 0 {
+		return &scrubber{}
+	}
+	pairs := make([]string, 0, 2*len(olds))
+	for _, o := range olds {
+		pairs = append(pairs, o, redacted)
+	}
+	return &scrubber{r: strings.NewReplacer(pairs...)}
+}
+
+// secretForms is every form of the values that must never leave the
+// activity or reach a checkpoint: each non-empty value and, when it differs,
+// its JSON-escaped form. Sorted longest first (then bytewise): a
+// strings.Replacer tries patterns in argument order, so a secret that
+// contains another secret is replaced whole.
+func secretForms(values []string) []string {
 	set := map[string]struct{}{}
 	for _, v := range values {
 		if v == "" {
@@ -30,26 +47,17 @@ func newScrubber(values []string) *scrubber {
 			}
 		}
 	}
-	if len(set) == 0 {
-		return &scrubber{}
-	}
-	olds := make([]string, 0, len(set))
+	forms := make([]string, 0, len(set))
 	for v := range set {
-		olds = append(olds, v)
+		forms = append(forms, v)
 	}
-	// Longest first: strings.Replacer tries patterns in argument order, so a
-	// secret that contains another secret is replaced whole.
-	sort.Slice(olds, func(i, j int) bool {
-		if len(olds[i]) != len(olds[j]) {
-			return len(olds[i]) > len(olds[j])
+	sort.Slice(forms, func(i, j int) bool {
+		if len(forms[i]) != len(forms[j]) {
+			return len(forms[i]) > len(forms[j])
 		}
-		return olds[i] < olds[j]
+		return forms[i] < forms[j]
 	})
-	pairs := make([]string, 0, 2*len(olds))
-	for _, o := range olds {
-		pairs = append(pairs, o, redacted)
-	}
-	return &scrubber{r: strings.NewReplacer(pairs...)}
+	return forms
 }
 
 func (s *scrubber) String(v string) string {

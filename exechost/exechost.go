@@ -36,6 +36,12 @@ type CheckpointID string
 //   - Restore re-runs the full Provision validation.
 //   - A checkpoint holds only workspace files: no process, memory, network
 //     state or credential.
+//   - Checkpoint never stores a CheckpointRequest.Redact value: every byte of
+//     file content that belongs to an occurrence is stored as '*' (same
+//     length), and an entry the sandbox was not provisioned with whose name
+//     or symlink target contains a value is refused with an error matching
+//     ErrPolicy (nothing stored; the error never carries the name). The
+//     execution stays usable after a refusal.
 type ExecutionHost interface {
 	Provision(ctx context.Context, req ProvisionRequest) (*Execution, error)
 	Exec(ctx context.Context, id ExecutionID, req ExecRequest) (*ExecResult, error)
@@ -135,7 +141,24 @@ type ExecResult struct {
 // CheckpointRequest snapshots /workspace.
 type CheckpointRequest struct {
 	Reason string
+	// Redact are values that must not appear in the stored checkpoint (the
+	// step's secret values and their encoded forms). Every byte of regular
+	// file content that belongs to an occurrence of any value, overlapping
+	// occurrences included, is replaced by one '*': the same length, so the
+	// stored archive stays valid and the manifest's size and SHA-256 describe
+	// exactly what is stored. An entry whose name or symlink target contains
+	// a value is refused with a *PolicyError whose Field is PolicyFieldRedact
+	// (so matching ErrPolicy) and nothing is stored: a name cannot be
+	// rewritten without breaking the references the tool made to it. Entries
+	// the sandbox was provisioned with (same name, same symlink target) are
+	// exempt: their names are stored already and are not this step's doing.
+	// Empty strings are ignored.
+	Redact []string
 }
+
+// PolicyFieldRedact is the PolicyError.Field of a checkpoint refused because
+// an entry's name or symlink target contains a CheckpointRequest.Redact value.
+const PolicyFieldRedact = "checkpoint.redact"
 
 // Checkpoint describes a stored snapshot.
 type Checkpoint struct {

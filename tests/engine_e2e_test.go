@@ -178,6 +178,44 @@ func TestEngineE2E(t *testing.T) {
 		e.requireNoContainers(t, id)
 	})
 
+	t.Run("secret written to the workspace is redacted in the checkpoint", func(t *testing.T) {
+		const secret = "e2e-WS-s3cr3t-must-not-persist-91c2"
+		t.Setenv("AF_E2E_WS_TOKEN", secret) // the worker runs in this process
+		id := "e2e-ws-secret-" + suffix
+		w := e.step("write", "wsfile", map[string]any{"write": map[string]any{"leak.txt": "{{ .secrets.token }}", "plain.txt": "p"}})
+		w.Secrets = []string{"token"}
+		r := e.step("read", "wsfile", map[string]any{"read": []any{"leak.txt", "plain.txt"}, "strict": true}, "write")
+		p := plan("e2e-ws-secret", w, r)
+		p.Secrets = []spec.SecretDecl{{Name: "token", Source: "env://AF_E2E_WS_TOKEN"}}
+
+		run := e.start(t, id, p, nil)
+		res, err := e.wait(t, run)
+		require.NoError(t, err)
+		require.Equal(t, workflows.RunSucceeded, res.Status)
+
+		// The dependent step restored the checkpoint: same length, only '*'.
+		read := stepRecord(t, e.status(t, id), "read")
+		require.Equal(t, map[string]any{"leak.txt": strings.Repeat("*", len(secret)), "plain.txt": "p"}, read.Output["files"])
+
+		// No stored checkpoint holds the value (raw bytes, uncompressed tar).
+		n := 0
+		require.NoError(t, filepath.WalkDir(filepath.Join(e.tmp, "checkpoints"), func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			require.False(t, bytes.Contains(b, []byte(secret)), "secret value found in checkpoint file %s", p)
+			n++
+			return nil
+		}))
+		require.Positive(t, n, "no checkpoint files found")
+
+		hist := e.historyBytes(t, id, run.GetRunID())
+		require.False(t, bytes.Contains(hist, []byte(secret)), "secret value found in Temporal history")
+		e.requireNoContainers(t, id)
+	})
+
 	t.Run("metrics recorded", func(t *testing.T) {
 		resp, err := http.Get("http://" + e.metrics + "/metrics")
 		require.NoError(t, err)

@@ -94,6 +94,9 @@ type execution struct {
 	timer       *time.Timer
 	oomKills    int64
 	terminated  atomic.Bool
+	// inherited are the entries the workspace was provisioned with, exempt
+	// from a checkpoint's name refusal (workspace.Redaction).
+	inherited map[string]string
 }
 
 // New returns a Host. It does not contact the daemon.
@@ -277,9 +280,10 @@ func (h *Host) provision(ctx context.Context, e *execution, req exechost.Provisi
 	e.resources, e.deadline = req.Resources, deadline
 	if len(layers) > 0 {
 		ictx, cancel := context.WithDeadline(ctx, deadline)
-		_, err := workspace.Import(ictx, h.run, id, h.policy.User(),
+		res, err := workspace.Import(ictx, h.run, id, h.policy.User(),
 			workspace.Limits{MaxBytes: req.Resources.DiskBytes, MaxEntries: h.entries}, layers...)
 		cancel()
+		e.inherited = res.Names
 		if err != nil {
 			switch {
 			case req.Workspace.Git != nil && errors.Is(err, workspace.ErrUnsafeEntry):

@@ -38,7 +38,8 @@ func (h *Host) Checkpoint(ctx context.Context, id exechost.ExecutionID, req exec
 		putDone <- putResult{m, err}
 	}()
 	res, expErr := workspace.Export(ctx, h.run, e.containerID, h.policy.User(),
-		workspace.Limits{MaxBytes: e.resources.DiskBytes, MaxEntries: h.entries}, pw)
+		workspace.Limits{MaxBytes: e.resources.DiskBytes, MaxEntries: h.entries},
+		workspace.Redaction{Values: req.Redact, Inherited: e.inherited}, pw)
 	pw.CloseWithError(expErr)
 	put := <-putDone
 	if res.Destroyed {
@@ -50,6 +51,10 @@ func (h *Host) Checkpoint(ctx context.Context, id exechost.ExecutionID, req exec
 		if errors.Is(expErr, runner.ErrContainerGone) {
 			h.lost(e)
 			return nil, fmt.Errorf("checkpoint %s: %w: %w", id, exechost.ErrTerminated, expErr)
+		}
+		if errors.Is(expErr, workspace.ErrSecretName) {
+			return nil, fmt.Errorf("checkpoint %s: %w: %w", id,
+				&exechost.PolicyError{Field: exechost.PolicyFieldRedact, Reason: "workspace entry refused"}, expErr)
 		}
 		return nil, fmt.Errorf("checkpoint %s: %w", id, expErr)
 	case put.err != nil:

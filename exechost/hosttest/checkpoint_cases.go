@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -198,6 +199,100 @@ func (s *suite) secrets(t *testing.T) {
 		res := s.exec(t, id, exechost.ExecRequest{Command: Cmd.PrintEnv(name)})
 		require.Equal(t, 1, res.ExitCode, "%s came back from a checkpoint: %s", name, res.Stdout)
 	}
+}
+
+func (s *suite) redact(t *testing.T) {
+	const secret = "hosttest-Redact-me-7Qz"
+	const other = `quote"d`
+	stars := func(v string) string { return strings.Repeat("*", len(v)) }
+	redact := []string{secret, "", other}
+
+	// big.txt: occurrences right before, on and after the 32 KiB multiples
+	// a streaming host reads in, so one straddles every boundary.
+	big := []byte(strings.Repeat("0123456789abcdef", 20<<10)) // 320 KiB
+	var at []int
+	for k, d := range []int{-len(secret), -len(secret) + 1, -3, 0, 1, 5} {
+		at = append(at, (k+1)*32<<10+d)
+	}
+	at = append(at, 0, 150_001, len(big)-len(secret))
+	for _, p := range at {
+		copy(big[p:], secret)
+	}
+	bigWant := strings.ReplaceAll(string(big), secret, stars(secret))
+	require.Equal(t, len(at), strings.Count(string(big), secret), "test data: occurrences must not overlap")
+
+	x := s.provision(t, nil)
+	s.run(t, x.ExecutionID, Cmd.Write("note.txt", "before "+secret+" after "+other))
+	s.run(t, x.ExecutionID, Cmd.Write("clean.txt", "nothing secret"))
+	const piece = 100_000 // under the kernel's per-argument limit
+	for i := 0; i < len(big); i += piece {
+		argv := Cmd.Append("dir/big.txt", string(big[i:min(i+piece, len(big))]))
+		s.run(t, x.ExecutionID, argv)
+	}
+	ck, err := s.h.Host.Checkpoint(t.Context(), x.ExecutionID, exechost.CheckpointRequest{Reason: "redact", Redact: redact})
+	require.NoError(t, err)
+	require.Equal(t, string(big), s.run(t, x.ExecutionID, Cmd.Cat("dir/big.txt")), "redaction touches the checkpoint, not the sandbox")
+	if s.h.CheckpointContent != nil {
+		content, err := s.h.CheckpointContent(t.Context(), ck.CheckpointID)
+		require.NoError(t, err)
+		// Not NotContains: a failure would print the whole archive.
+		for _, v := range []string{secret, other} {
+			require.False(t, strings.Contains(string(content), v), "the stored checkpoint holds a redacted value %q", v)
+		}
+	}
+
+	id := s.newID(t)
+	y, err := s.h.Host.Restore(t.Context(), exechost.RestoreRequest{CheckpointID: ck.CheckpointID, ExecutionID: id, Labels: s.h.Labels})
+	require.NoError(t, err)
+	s.cleanup(t, y.ExecutionID)
+	require.Equal(t, "before "+stars(secret)+" after "+stars(other), s.run(t, id, Cmd.Cat("note.txt")))
+	require.Equal(t, "nothing secret", s.run(t, id, Cmd.Cat("clean.txt")))
+	got := s.run(t, id, Cmd.Cat("dir/big.txt"))
+	require.Len(t, got, len(big), "same length")
+	require.True(t, got == bigWant, "dir/big.txt is not the redacted content (first difference at %d)", firstDiff(got, bigWant))
+
+	t.Run("entry named after a value", func(t *testing.T) {
+		n := s.provision(t, nil)
+		s.run(t, n.ExecutionID, Cmd.Write("ok.txt", "fine"))
+		s.run(t, n.ExecutionID, Cmd.Write("sub/leak-"+secret+".txt", "x"))
+		_, err := s.h.Host.Checkpoint(t.Context(), n.ExecutionID, exechost.CheckpointRequest{Redact: redact})
+		require.ErrorIs(t, err, exechost.ErrPolicy)
+		var pe *exechost.PolicyError
+		require.ErrorAs(t, err, &pe)
+		require.Equal(t, exechost.PolicyFieldRedact, pe.Field)
+		require.NotContains(t, err.Error(), secret, "the error never carries the name")
+		// The refusal leaves the execution usable (and a checkpoint that
+		// does not redact that value is allowed).
+		require.Equal(t, "fine", s.run(t, n.ExecutionID, Cmd.Cat("ok.txt")))
+		plain, err := s.h.Host.Checkpoint(t.Context(), n.ExecutionID, exechost.CheckpointRequest{Redact: []string{other}})
+		require.NoError(t, err)
+
+		// A sandbox provisioned with that name keeps it: the name is stored
+		// already and was not the new step's doing. Content is still
+		// redacted, and a new secret-named entry is still refused.
+		m := s.provision(t, func(r *exechost.ProvisionRequest) {
+			r.Workspace.Checkpoints = []exechost.CheckpointID{plain.CheckpointID}
+		})
+		s.run(t, m.ExecutionID, Cmd.Write("sub/leak-"+secret+".txt", "now "+secret))
+		ck, err := s.h.Host.Checkpoint(t.Context(), m.ExecutionID, exechost.CheckpointRequest{Redact: redact})
+		require.NoError(t, err)
+		z := s.provision(t, func(r *exechost.ProvisionRequest) {
+			r.Workspace.Checkpoints = []exechost.CheckpointID{ck.CheckpointID}
+		})
+		require.Equal(t, "now "+stars(secret), s.run(t, z.ExecutionID, Cmd.Cat("sub/leak-"+secret+".txt")))
+		s.run(t, m.ExecutionID, Cmd.Write("new-"+secret, "x"))
+		_, err = s.h.Host.Checkpoint(t.Context(), m.ExecutionID, exechost.CheckpointRequest{Redact: redact})
+		require.ErrorIs(t, err, exechost.ErrPolicy)
+	})
+}
+
+func firstDiff(a, b string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }
 
 func (s *suite) gitWorkspace(t *testing.T) {

@@ -114,6 +114,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("ExecAndCheckpointSerialize", s.serialize)
 	t.Run("ExecsOnDifferentSandboxesAreIndependent", s.independent)
 	t.Run("SecretsReachProcessNotCheckpoint", s.secrets)
+	t.Run("CheckpointRedactsValues", s.redact)
 }
 
 var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._-]+`)

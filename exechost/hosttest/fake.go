@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentflow/agentflow/exechost"
 	"github.com/agentflow/agentflow/exechost/docker/policy"
+	"github.com/agentflow/agentflow/exechost/docker/workspace"
 )
 
 // Options configure a Fake. The zero value is usable.
@@ -82,6 +83,9 @@ type execution struct {
 	ws        *Workspace
 	killed    chan struct{}
 	expired   atomic.Bool
+	// inherited are the paths the workspace was provisioned with: exempt
+	// from a checkpoint's name refusal, as on the Docker host.
+	inherited map[string]bool
 }
 
 // stored is one checkpoint.
@@ -183,6 +187,10 @@ func (f *Fake) Provision(ctx context.Context, req exechost.ProvisionRequest) (*e
 		deadline:  time.Now().Add(req.Resources.Runtime),
 		ws:        newWorkspace(files, req.Resources.DiskBytes),
 		killed:    make(chan struct{}),
+		inherited: make(map[string]bool, len(files)),
+	}
+	for p := range files {
+		e.inherited[p] = true
 	}
 	e.timer = time.AfterFunc(req.Resources.Runtime, func() {
 		e.expired.Store(true)
@@ -307,6 +315,17 @@ func (f *Fake) Checkpoint(ctx context.Context, id exechost.ExecutionID, req exec
 	files, err := e.ws.snapshot()
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", id, err)
+	}
+	// Redaction as the Docker host's export filter does it (and with its
+	// code): a name is refused, never quoted, unless the sandbox was
+	// provisioned with it; content keeps its length.
+	for p, fl := range files {
+		if workspace.ContainsAny(p, req.Redact) && !e.inherited[p] {
+			return nil, fmt.Errorf("checkpoint %s: %w: %w", id,
+				&exechost.PolicyError{Field: exechost.PolicyFieldRedact, Reason: "workspace entry refused"}, workspace.ErrSecretName)
+		}
+		fl.Data = workspace.RedactBytes(fl.Data, req.Redact)
+		files[p] = fl
 	}
 	size, sum := digestFiles(files)
 	ck := &stored{

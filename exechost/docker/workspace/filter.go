@@ -69,16 +69,54 @@ func (l Limits) MaxStreamBytes() int64 {
 // to permission bits (no setuid/setgid/sticky); directories keep u+rwx so
 // the non-root extractor can fill them.
 type Filter struct {
-	limits   Limits
-	symlinks map[string]bool
-	bytes    int64
-	entries  int
+	limits    Limits
+	symlinks  map[string]bool
+	bytes     int64
+	entries   int
+	redact    []string
+	redactor  *Redactor // nil when there is nothing to redact
+	inherited map[string]string
+	copyBuf   []byte
+	names     map[string]string // accepted entries, when recording
 }
 
 // NewFilter returns a filter with empty state.
 func NewFilter(l Limits) *Filter {
 	return &Filter{limits: l, symlinks: make(map[string]bool)}
 }
+
+// Redaction is what an export keeps out of the stored stream.
+type Redaction struct {
+	// Values must not be stored: occurrences in regular-file content become
+	// RedactByte bytes (see Redactor); an entry whose name or symlink target
+	// contains one is refused with an error matching ErrSecretName.
+	Values []string
+	// Inherited are the entries the workspace was provisioned with (Names of
+	// its import): clean name → symlink target ("" for other entries). An
+	// entry found there unchanged is exempt from the name refusal: its name
+	// came from a stored checkpoint or a repository, not from this step, and
+	// refusing it would only make a step that reads a file named by a
+	// secret unable to checkpoint.
+	Inherited map[string]string
+}
+
+// Redact makes the filter apply r. A name refusal drains the rest of the
+// source instead of failing it, so the process producing the stream (tar
+// in the sandbox) ends normally rather than being destroyed. Call before
+// Copy.
+func (f *Filter) Redact(r Redaction) {
+	f.redact = r.Values
+	f.redactor = NewRedactor(r.Values)
+	f.inherited = r.Inherited
+}
+
+// RecordNames makes the filter remember every accepted entry (see Names).
+func (f *Filter) RecordNames() { f.names = map[string]string{} }
+
+// Names are the accepted entries, clean name → symlink target ("" for
+// files and directories), later layers overriding earlier ones; nil unless
+// RecordNames was called.
+func (f *Filter) Names() map[string]string { return f.names }
 
 // Bytes is the regular-file content passed so far.
 func (f *Filter) Bytes() int64 { return f.bytes }
@@ -101,6 +139,9 @@ func (f *Filter) Copy(dst *tar.Writer, src io.Reader) error {
 			return fmt.Errorf("read tar: %w", err)
 		}
 		out, err := f.check(hdr)
+		if errors.Is(err, ErrSecretName) {
+			return f.drain(tr, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -111,9 +152,38 @@ func (f *Filter) Copy(dst *tar.Writer, src io.Reader) error {
 			return fmt.Errorf("write tar header %q: %w", out.Name, err)
 		}
 		if out.Typeflag == tar.TypeReg {
-			if _, err := io.CopyN(dst, tr, out.Size); err != nil {
+			if err := f.copyContent(dst, tr, out.Size); err != nil {
 				return fmt.Errorf("copy %q: %w", out.Name, err)
 			}
+		}
+	}
+}
+
+// copyContent copies one entry's content, redacted when values are set.
+// The Redactor keeps the length, so exactly size bytes are written.
+func (f *Filter) copyContent(dst io.Writer, src io.Reader, size int64) error {
+	if f.redactor == nil {
+		_, err := io.CopyN(dst, src, size)
+		return err
+	}
+	if f.copyBuf == nil {
+		f.copyBuf = make([]byte, redactChunk)
+	}
+	f.redactor.Reset(io.LimitReader(src, size))
+	n, err := io.CopyBuffer(dst, f.redactor, f.copyBuf)
+	if err == nil && n != size {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// drain reads the rest of the stream without writing it and returns
+// refusal: the stream's producer finishes normally, while the caller still
+// stores nothing. The raw stream stays bounded by MaxStreamBytes.
+func (f *Filter) drain(tr *tar.Reader, refusal error) error {
+	for {
+		if _, err := tr.Next(); err != nil {
+			return refusal
 		}
 	}
 }
@@ -133,6 +203,13 @@ func (f *Filter) check(hdr *tar.Header) (*tar.Header, error) {
 		return nil, fmt.Errorf("more than %d entries: %w", f.limits.MaxEntries, ErrTooLarge)
 	}
 	name, err := cleanName(raw)
+	// Before any other refusal, which would quote the name. The cleaned
+	// name too: cleaning can join what "//" or "./" split.
+	if ContainsAny(raw, f.redact) || ContainsAny(hdr.Linkname, f.redact) || (err == nil && ContainsAny(name, f.redact)) {
+		if target, ok := f.inherited[name]; err != nil || !ok || target != hdr.Linkname {
+			return nil, fmt.Errorf("tar entry #%d: %w", f.entries, ErrSecretName)
+		}
+	}
 	if err != nil {
 		return refuse("%v", err)
 	}
@@ -187,6 +264,9 @@ func (f *Filter) check(hdr *tar.Header) (*tar.Header, error) {
 		return refuse("sparse file")
 	default:
 		return refuse("unsupported type %q", hdr.Typeflag)
+	}
+	if f.names != nil {
+		f.names[name] = out.Linkname
 	}
 	return out, nil
 }

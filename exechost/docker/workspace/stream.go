@@ -41,6 +41,9 @@ type Result struct {
 	Bytes     int64 // regular-file content that passed the filter
 	Entries   int
 	Destroyed bool
+	// Names are the imported entries (Import only): Redaction.Inherited of
+	// the workspace's later exports.
+	Names map[string]string
 }
 
 // Import unpacks the layers, in order, through one Filter into the
@@ -51,6 +54,7 @@ func Import(ctx context.Context, r Runner, containerID, user string, limits Limi
 	}
 	pr, pw := io.Pipe()
 	f := NewFilter(limits)
+	f.RecordNames()
 	prodDone := make(chan error, 1)
 	go func() {
 		err := produce(ctx, pw, f, layers)
@@ -69,7 +73,7 @@ func Import(ctx context.Context, r Runner, containerID, user string, limits Limi
 	// Unblock the producer if tar stopped reading early.
 	pr.CloseWithError(errImportEnded)
 	prodErr := <-prodDone
-	out := Result{Bytes: f.Bytes(), Entries: f.Entries(), Destroyed: res.Destroyed}
+	out := Result{Bytes: f.Bytes(), Entries: f.Entries(), Destroyed: res.Destroyed, Names: f.Names()}
 	switch {
 	case prodErr != nil && !errors.Is(prodErr, errImportEnded):
 		if runErr != nil {
@@ -105,10 +109,13 @@ func produce(ctx context.Context, w io.Writer, f *Filter, layers []Opener) error
 // Export streams /workspace out of the sandbox as a filtered tar into w. The
 // raw stream is bounded by limits (a sparse file that tar expands past the
 // workspace size is refused) and hard links, devices and links pointing out
-// are refused rather than stored.
-func Export(ctx context.Context, r Runner, containerID, user string, limits Limits, w io.Writer) (Result, error) {
+// are refused rather than stored. File content is redacted of the redact
+// values and an entry named after one is refused (ErrSecretName) without
+// destroying the sandbox; see Filter.Redact.
+func Export(ctx context.Context, r Runner, containerID, user string, limits Limits, redact Redaction, w io.Writer) (Result, error) {
 	pr, pw := io.Pipe()
 	f := NewFilter(limits)
+	f.Redact(redact)
 	filtDone := make(chan error, 1)
 	go func() {
 		tw := tar.NewWriter(w)
