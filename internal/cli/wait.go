@@ -52,6 +52,14 @@ func waitForRun(ctx context.Context, c client.Client, w waitConfig) (*workflows.
 				view.Update(st, time.Now())
 			}
 			if isTerminalRun(st.Status) {
+				// The status turns terminal just before the workflow reports
+				// the run (RunFinished) and closes. Wait for the close, so
+				// the next command (resume, a run under the same name) sees
+				// the agent closed. The run's own error is already in st.
+				_ = c.GetWorkflow(ctx, w.AgentID, w.RunID).Get(ctx, nil)
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
 				return st, nil
 			}
 		case ctx.Err() != nil:
