@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,27 +18,21 @@ import (
 	dockerclient "github.com/docker/docker/client"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
-	tlog "go.temporal.io/sdk/log"
 
 	"github.com/agentflow/agentflow/exechost"
 	"github.com/agentflow/agentflow/internal/cli"
-	"github.com/agentflow/agentflow/internal/devserver"
 	"github.com/agentflow/agentflow/worker"
 )
 
 // The CLI suite drives agentctl verbs through cli.Run against a real
-// Temporal dev server (ports 7633/8633, so it never collides with `make up`
-// or the engine suite) and an in-process worker.
+// Temporal dev server (on a free port, see startStack) and an in-process
+// worker.
 //
 // Sandbox host: the real Docker host and the images of
 // tools/build-images.sh when both are available; otherwise an in-process
 // fake host that emulates testtool's ok/exit/sleep modes, so the CLI and
 // Temporal side still run end to end. AGENTFLOW_REQUIRE_DOCKER=1 forbids
 // the fallback.
-const (
-	cliTemporalPort = 7633
-	cliUIPort       = 8633
-)
 
 type cliEnv struct {
 	address string
@@ -151,65 +144,17 @@ func startCLIEnv(t *testing.T) *cliEnv {
 		backend = &worker.Backend{Host: fake, Ping: func(context.Context) error { return nil }, Reap: func(context.Context) (int, error) { return 0, nil }}
 	}
 
-	srvLog, err := os.Create(filepath.Join(tmp, "temporal.log"))
-	require.NoError(t, err)
-	srv, err := devserver.Start(t.Context(), devserver.Options{
-		Bin: bin, Port: cliTemporalPort, UIPort: cliUIPort, Headless: true,
-		DBFile: filepath.Join(tmp, "temporal.db"), Stdout: srvLog, Stderr: srvLog,
-	})
-	require.NoError(t, err, "start dev server")
-	t.Cleanup(func() { _ = srv.Stop(15 * time.Second) })
-	e.address = srv.Address
-
-	logger := slog.New(slog.NewTextHandler(cliTestWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	wctx, stop := context.WithCancel(context.Background())
-	ready := make(chan struct{}, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- worker.Run(wctx, worker.Config{
-			Address:       srv.Address,
-			HealthAddr:    "-",
-			MetricsAddr:   "-",
-			CheckpointDir: filepath.Join(tmp, "checkpoints"),
-			LogDir:        e.logDir,
-			StopTimeout:   10 * time.Second,
-			Logger:        logger,
-			Backend:       backend,
-			SandboxLabels: map[string]string{"agentflow.test": "1", "agentflow.e2e": e.label},
-			OnReady:       func(worker.Ready) { ready <- struct{}{} },
-		})
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		stop()
-		t.Fatalf("worker exited during start: %v", err)
-	case <-time.After(2 * time.Minute):
-		stop()
-		t.Fatal("worker did not become ready")
-	}
-	t.Cleanup(func() {
-		stop()
-		require.NoError(t, <-done)
-	})
-
-	c, err := client.Dial(client.Options{HostPort: srv.Address, Logger: tlog.NewStructuredLogger(logger)})
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	e.client = c
+	st := startStack(t, bin, tmp, worker.Config{
+		HealthAddr:    "-",
+		MetricsAddr:   "-",
+		CheckpointDir: filepath.Join(tmp, "checkpoints"),
+		LogDir:        e.logDir,
+		StopTimeout:   10 * time.Second,
+		Backend:       backend,
+		SandboxLabels: map[string]string{"agentflow.test": "1", "agentflow.e2e": e.label},
+	}, nil)
+	e.address, e.client = st.address, st.client
 	return e
-}
-
-type cliTestWriter struct{ t *testing.T }
-
-var cliTestWriterMu sync.Mutex
-
-func (w cliTestWriter) Write(p []byte) (int, error) {
-	cliTestWriterMu.Lock()
-	defer cliTestWriterMu.Unlock()
-	defer func() { _ = recover() }() // t.Log after the test ended panics
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
 
 // fakeHost is an in-memory ExecutionHost whose "images" behave like

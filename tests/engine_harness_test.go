@@ -6,12 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,12 +19,10 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/agentflow/agentflow/internal/devserver"
 	"github.com/agentflow/agentflow/internal/spec"
 	"github.com/agentflow/agentflow/worker"
 	"github.com/agentflow/agentflow/workflows"
@@ -125,77 +121,25 @@ func startEngine(t *testing.T) *engineEnv {
 	images := loadImages(t, root, "echo", "wsfile", "testtool")
 
 	tmp := t.TempDir()
-	srvLog, err := os.Create(filepath.Join(tmp, "temporal.log"))
-	require.NoError(t, err)
-	srv, err := devserver.Start(t.Context(), devserver.Options{
-		Bin: bin, Port: engineFreePort(t), Headless: true,
-		DBFile: filepath.Join(tmp, "temporal.db"), Stdout: srvLog, Stderr: srvLog,
-	})
-	require.NoError(t, err, "start dev server")
-	t.Cleanup(func() { _ = srv.Stop(15 * time.Second) })
-
 	env := &engineEnv{
-		address:  srv.Address,
 		tmp:      tmp,
 		docker:   dc,
 		images:   images,
 		logDir:   filepath.Join(tmp, "logs"),
 		runLabel: fmt.Sprintf("engine-%d-%d", os.Getpid(), time.Now().UnixNano()),
 	}
-
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	wctx, stop := context.WithCancel(context.Background())
-	ready := make(chan worker.Ready, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- worker.Run(wctx, worker.Config{
-			Address:            srv.Address,
-			HealthAddr:         "127.0.0.1:0",
-			MetricsAddr:        "127.0.0.1:0",
-			MaxConcurrentSteps: 4,
-			CheckpointDir:      filepath.Join(tmp, "checkpoints"),
-			LogDir:             env.logDir,
-			StopTimeout:        10 * time.Second,
-			Logger:             logger,
-			SandboxLabels:      map[string]string{"agentflow.test": "1", "agentflow.e2e": env.runLabel},
-			OnReady:            func(r worker.Ready) { ready <- r },
-		})
-	}()
-	select {
-	case r := <-ready:
-		env.health, env.metrics = r.HealthAddr, r.MetricsAddr
-	case err := <-done:
-		stop()
-		t.Fatalf("worker exited during start: %v", err)
-	case <-time.After(2 * time.Minute):
-		stop()
-		t.Fatal("worker did not become ready")
-	}
-	t.Cleanup(func() {
-		stop()
-		require.NoError(t, <-done)
-		env.requireNoContainers(t, "")
-	})
-
-	c, err := client.Dial(client.Options{HostPort: srv.Address, Logger: tlog.NewStructuredLogger(logger)})
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	env.client = c
+	st := startStack(t, bin, tmp, worker.Config{
+		HealthAddr:         "127.0.0.1:0",
+		MetricsAddr:        "127.0.0.1:0",
+		MaxConcurrentSteps: 4,
+		CheckpointDir:      filepath.Join(tmp, "checkpoints"),
+		LogDir:             env.logDir,
+		StopTimeout:        10 * time.Second,
+		SandboxLabels:      map[string]string{"agentflow.test": "1", "agentflow.e2e": env.runLabel},
+	}, func() { env.requireNoContainers(t, "") })
+	env.address, env.client = st.address, st.client
+	env.health, env.metrics = st.ready.HealthAddr, st.ready.MetricsAddr
 	return env
-}
-
-// testWriter sends worker logs to the test log; it stops writing once the
-// test is over (the worker may log during shutdown).
-type testWriter struct{ t *testing.T }
-
-var testWriterMu sync.Mutex
-
-func (w testWriter) Write(p []byte) (int, error) {
-	testWriterMu.Lock()
-	defer testWriterMu.Unlock()
-	defer func() { _ = recover() }() // t.Log after the test ended panics
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
 
 var engineResources = spec.Resources{
