@@ -22,5 +22,6 @@ func addEngineCommands(root *cobra.Command, opts *Options) {
 		newToolCmd(opts),
 		newWorkerCmd(opts),
 		newDevCmd(opts),
+		newScheduleCmd(opts),
 	)
 }

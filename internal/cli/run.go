@@ -165,16 +165,7 @@ func startAgent(ctx context.Context, c client.Client, taskQueue, id string, in w
 		temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrSpec).ValueSet(in.Plan.Name),
 		temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrStatus).ValueSet(workflows.RunPending),
 	)
-	memo := map[string]any{
-		workflows.MemoSpecName:    in.Plan.Name,
-		workflows.MemoSpecVersion: in.Plan.Version,
-	}
-	if len(tools) > 0 {
-		memo["tools"] = tools
-	}
-	if in.Plan.SpecHash != "" {
-		memo["spec_hash"] = in.Plan.SpecHash
-	}
+	memo := agentMemo(&in.Plan, tools)
 	if in.ResumedFrom != "" {
 		memo["resumed_from"] = in.ResumedFrom
 	}
@@ -201,6 +192,22 @@ func startAgent(ctx context.Context, c client.Client, taskQueue, id string, in w
 		return "", serverErr("start agent %s: %w", id, err)
 	}
 	return run.GetRunID(), nil
+}
+
+// agentMemo is the memo of an agent run: spec name and version, the
+// resolved tools and the spec hash. Scheduled runs carry the same one.
+func agentMemo(p *spec.Plan, tools map[string]string) map[string]any {
+	memo := map[string]any{
+		workflows.MemoSpecName:    p.Name,
+		workflows.MemoSpecVersion: p.Version,
+	}
+	if len(tools) > 0 {
+		memo["tools"] = tools
+	}
+	if p.SpecHash != "" {
+		memo["spec_hash"] = p.SpecHash
+	}
+	return memo
 }
 
 // toolRefs lists the distinct name:version refs of tool steps, sorted.

@@ -16,4 +16,5 @@ var engineVerbs = []struct{ Name, Short string }{
 	{"tool", "Manage the tool registry"},
 	{"worker", "Run the agentflow worker"},
 	{"dev", "Run the Temporal dev server and a worker in the foreground"},
+	{"schedule", "Manage cron schedules of specs (Temporal Schedules)"},
 }
