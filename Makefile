@@ -35,6 +35,7 @@ images: ## build the base, example and test tool images locally (no registry)
 .PHONY: test
 test: temporal images ## run every test: unit, Docker integration, end-to-end on a dev server
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -tags 'integration e2e' ./...
+	$(GO) test -count=1 -tags lite ./internal/cli/
 
 .PHONY: test-unit
 test-unit: ## fast unit tests only (no Docker, no Temporal server)
@@ -44,6 +45,7 @@ test-unit: ## fast unit tests only (no Docker, no Temporal server)
 lint: ## gofmt + go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags 'integration e2e' ./...
+	$(GO) vet -tags lite ./internal/cli/ ./cmd/...
 
 .PHONY: bench
 bench: images ## benchmarks with in-run baselines (see docs/BENCHMARKS.md)
