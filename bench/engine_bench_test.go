@@ -18,7 +18,6 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
-	dockerclient "github.com/docker/docker/client"
 	"github.com/stretchr/testify/require"
 	tclient "go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
@@ -55,18 +54,8 @@ func TestEngineStepBench(t *testing.T) {
 	if os.Getenv("AGENTFLOW_BENCH") != "1" {
 		t.Skip("set AGENTFLOW_BENCH=1 to run the engine benchmark")
 	}
-	dc, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
-	require.NoError(t, err)
-	defer dc.Close()
+	dc, img := benchDocker(t)
 	ctx := t.Context()
-	if _, err := dc.Ping(ctx); err != nil {
-		if os.Getenv("AGENTFLOW_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("no Docker daemon: %v", err)
-		}
-		t.Skipf("skipping: no Docker daemon answers (%v)", err)
-	}
-	img, err := dc.ImageInspect(ctx, sandboxBenchImage)
-	require.NoError(t, err, "run `make images` first")
 	// The test runs in bench/; the CLI lives in the repository's bin/.
 	bin, err := filepath.Abs(filepath.Join("..", "bin", "temporal"))
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 	"github.com/stretchr/testify/require"
 
@@ -39,6 +40,25 @@ func payload1K() []byte {
 	return p
 }
 
+// benchDocker returns a client of the local daemon (closed with the test)
+// and the benchmark image; without a daemon it skips, or fails under
+// AGENTFLOW_REQUIRE_DOCKER=1.
+func benchDocker(t *testing.T) (*client.Client, image.InspectResponse) {
+	t.Helper()
+	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.Ping(t.Context()); err != nil {
+		if os.Getenv("AGENTFLOW_REQUIRE_DOCKER") == "1" {
+			t.Fatalf("no Docker daemon: %v", err)
+		}
+		t.Skipf("skipping: no Docker daemon answers (%v)", err)
+	}
+	img, err := c.ImageInspect(t.Context(), sandboxBenchImage)
+	require.NoError(t, err, "run `make images` first")
+	return c, img
+}
+
 // TestSandboxCycleBench measures the full sandboxed step cycle (provision →
 // exec of a tool with 1 KiB JSON on stdin → checkpoint → terminate) against
 // a bare `docker run --rm -i` of the same image with the same hardening
@@ -49,18 +69,8 @@ func TestSandboxCycleBench(t *testing.T) {
 	if os.Getenv("AGENTFLOW_BENCH") != "1" {
 		t.Skip("set AGENTFLOW_BENCH=1 to run the sandbox benchmark")
 	}
-	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	require.NoError(t, err)
-	defer c.Close()
+	c, img := benchDocker(t)
 	ctx := t.Context()
-	if _, err := c.Ping(ctx); err != nil {
-		if os.Getenv("AGENTFLOW_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("no Docker daemon: %v", err)
-		}
-		t.Skipf("skipping: no Docker daemon answers (%v)", err)
-	}
-	img, err := c.ImageInspect(ctx, sandboxBenchImage)
-	require.NoError(t, err, "run `make images` first")
 	store, err := checkpoint.NewLocal(t.TempDir())
 	require.NoError(t, err)
 	host, err := docker.New(docker.Options{Client: c, Store: store})

@@ -26,14 +26,11 @@ import (
 
 type runOptions struct {
 	*Options
-	File         string
+	submitFlags
 	Name         string
-	Inputs       []string
-	InputFile    string
 	Wait         bool
 	DryRun       bool
 	PollInterval time.Duration
-	TaskQueue    string
 
 	dial dialer
 }
@@ -65,28 +62,22 @@ starts nothing.`,
 			return runRun(cmd.Context(), o)
 		},
 	}
+	o.register(cmd)
 	f := cmd.Flags()
-	f.StringVarP(&o.File, "file", "f", "", "spec file")
 	f.StringVar(&o.Name, "name", "", "agent ID (workflow ID); default <spec-name>-<8 hex>")
-	f.StringArrayVar(&o.Inputs, "input", nil, "run input name=value (repeatable; JSON for non-string inputs)")
-	f.StringVar(&o.InputFile, "input-file", "", "JSON object of run inputs (--input wins)")
 	f.BoolVar(&o.Wait, "wait", false, "wait for the run, showing per-step progress; exit 1 unless it SUCCEEDED")
 	f.BoolVar(&o.DryRun, "dry-run", false, "check everything, start nothing")
 	f.DurationVar(&o.PollInterval, "poll-interval", defaultPollInterval, "status poll interval for --wait")
-	f.StringVar(&o.TaskQueue, "task-queue", workflows.TaskQueue, "task queue of the workers")
 	_ = f.MarkHidden("poll-interval")
-	_ = cmd.MarkFlagFilename("file", "yaml", "yml")
-	_ = cmd.MarkFlagFilename("input-file", "json")
 	return cmd
 }
 
 func runRun(ctx context.Context, o *runOptions) error {
-	plan, err := spec.LoadFile(o.File)
+	plan, err := o.loadSpec(o.Streams.Err)
 	if err != nil {
-		printProblems(o.Streams.Err, err)
-		return &ExitError{Code: ExitInvalid, Silent: true}
+		return err
 	}
-	inputs, err := parseInputs(plan, o.InputFile, o.Inputs)
+	inputs, err := o.inputs(plan)
 	if err != nil {
 		return err
 	}
@@ -113,12 +104,11 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}()
 
 	tools := map[string]string{}
-	if refs := toolRefs(plan); len(refs) > 0 {
+	if len(toolRefs(plan)) > 0 {
 		if _, err := connect(); err != nil {
 			return err
 		}
-		tools, err = resolveTools(ctx, &registry.Client{Temporal: c, TaskQueue: o.TaskQueue}, plan, refs)
-		if err != nil {
+		if tools, err = o.resolve(ctx, c, plan); err != nil {
 			return err
 		}
 	}

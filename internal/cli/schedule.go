@@ -17,7 +17,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/agentflow/agentflow/internal/registry"
 	"github.com/agentflow/agentflow/internal/spec"
 	"github.com/agentflow/agentflow/workflows"
 )
@@ -68,12 +67,9 @@ the same digest-pinned images; each run is an agent with the ID
 
 type scheduleCreateOptions struct {
 	*scheduleOptions
-	File      string
-	ID        string
-	Inputs    []string
-	InputFile string
-	Paused    bool
-	TaskQueue string
+	submitFlags
+	ID     string
+	Paused bool
 }
 
 func newScheduleCreateCmd(so *scheduleOptions) *cobra.Command {
@@ -95,28 +91,22 @@ scheduled run is still going is skipped.`,
 			return runScheduleCreate(cmd.Context(), o)
 		},
 	}
+	o.register(cmd)
 	f := cmd.Flags()
-	f.StringVarP(&o.File, "file", "f", "", "spec file")
 	f.StringVar(&o.ID, "id", "", "schedule ID (also the prefix of its runs' agent IDs); default <spec-name>")
-	f.StringArrayVar(&o.Inputs, "input", nil, "run input name=value (repeatable; JSON for non-string inputs)")
-	f.StringVar(&o.InputFile, "input-file", "", "JSON object of run inputs (--input wins)")
 	f.BoolVar(&o.Paused, "paused", false, "create the schedule paused")
-	f.StringVar(&o.TaskQueue, "task-queue", workflows.TaskQueue, "task queue of the workers")
-	_ = cmd.MarkFlagFilename("file", "yaml", "yml")
-	_ = cmd.MarkFlagFilename("input-file", "json")
 	return cmd
 }
 
 func runScheduleCreate(ctx context.Context, o *scheduleCreateOptions) error {
-	plan, err := spec.LoadFile(o.File)
+	plan, err := o.loadSpec(o.Streams.Err)
 	if err != nil {
-		printProblems(o.Streams.Err, err)
-		return &ExitError{Code: ExitInvalid, Silent: true}
+		return err
 	}
 	if plan.Schedule == nil {
 		return usageErr("%s: spec %q has no schedule: (add schedule: {cron: ..., timezone: ...})", o.File, plan.Name)
 	}
-	inputs, err := parseInputs(plan, o.InputFile, o.Inputs)
+	inputs, err := o.inputs(plan)
 	if err != nil {
 		return err
 	}
@@ -134,12 +124,9 @@ func runScheduleCreate(ctx context.Context, o *scheduleCreateOptions) error {
 	}
 	defer c.Close()
 
-	tools := map[string]string{}
-	if refs := toolRefs(plan); len(refs) > 0 {
-		tools, err = resolveTools(ctx, &registry.Client{Temporal: c, TaskQueue: o.TaskQueue}, plan, refs)
-		if err != nil {
-			return err
-		}
+	tools, err := o.resolve(ctx, c, plan)
+	if err != nil {
+		return err
 	}
 
 	_, err = c.ScheduleClient().Create(ctx, scheduleOptionsFor(id, o.TaskQueue, plan, inputs, tools, o.Paused))
