@@ -82,7 +82,8 @@ func (e *PlanError) Error() string { return "invalid plan: " + e.Msg }
 
 // checkPlan verifies the structural invariants the scheduler relies on:
 // a supported schema version, unique step IDs, known dependencies, no
-// cycles, and each step either a tool/image step or an approval.
+// cycles, each step either a tool/image step or an approval, and every
+// tool step with its per-attempt timeout.
 func checkPlan(p *spec.Plan) error {
 	if p.SchemaVersion != spec.PlanSchemaVersion {
 		return &PlanError{Msg: fmt.Sprintf("schema version %d is not supported by this worker (supports %d)", p.SchemaVersion, spec.PlanSchemaVersion)}
@@ -102,6 +103,13 @@ func checkPlan(p *spec.Plan) error {
 		isTool := st.Tool != "" || st.Image != ""
 		if isTool == (st.Approval != nil) {
 			return &PlanError{Msg: fmt.Sprintf("step %q must have exactly one of tool/image or approval", st.ID)}
+		}
+		if isTool && st.Timeout <= 0 {
+			// The compiled Plan is authoritative for the time budget: the
+			// spec compiler gives every tool step its timeout, so a step
+			// without one was built by hand; guessing one here would be a
+			// second place the default lives.
+			return &PlanError{Msg: fmt.Sprintf("tool step %q has no timeout", st.ID)}
 		}
 	}
 	for _, st := range p.Steps {

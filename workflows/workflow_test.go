@@ -372,6 +372,21 @@ func TestInvalidPlanFails(t *testing.T) {
 	require.Contains(t, o.result.Error, "dependency cycle")
 }
 
+// TestPlanWithoutStepTimeoutFails: the compiled Plan is authoritative for
+// the time budget. A hand-built Plan whose tool step has no timeout fails
+// the run before any step runs, instead of getting a default from the
+// workflow.
+func TestPlanWithoutStepTimeoutFails(t *testing.T) {
+	h := newHarness(t)
+	b := tool("b", "a")
+	b.Timeout = 0
+	o := h.run(Input{Plan: testPlan(tool("a"), b)})
+	require.Equal(t, ErrTypeAgentFailed, o.errType())
+	require.Contains(t, o.result.Error, `invalid plan: tool step "b" has no timeout`)
+	require.Empty(t, h.reqs("a"), "no step may run under a plan that fails its checks")
+	require.Empty(t, h.reqs("b"))
+}
+
 func TestResumeRunUsesCarry(t *testing.T) {
 	h := newHarness(t)
 	p := testPlan(tool("fetch"), tool("summarize", "fetch"))
