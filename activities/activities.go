@@ -24,17 +24,12 @@ const (
 	// sandbox's destruction. The ExecutionHost enforces it; it is here so
 	// the cleanup budget accounts for it.
 	DefaultGrace = 5 * time.Second
-	// DefaultHeartbeatInterval is well under the workflow's 20 s
-	// HeartbeatTimeout so a dead worker is noticed within one timeout, and
+	// DefaultHeartbeatInterval is well under the 20 s HeartbeatTimeout
+	// (budget.go) so a dead worker is noticed within one timeout, and
 	// short because cancellation reaches an activity only as the answer to a
 	// heartbeat: with the worker's heartbeat throttle at the same 2 s, a
 	// canceled step hears about it within about 2 s (then SIGTERM, grace).
 	DefaultHeartbeatInterval = 2 * time.Second
-	// DefaultRuntimeMargin is added to the step timeout to get the sandbox's
-	// whole life (provision + restore + exec + checkpoint).
-	DefaultRuntimeMargin = 2 * time.Minute
-	// DefaultStepTimeout applies when a request carries none.
-	DefaultStepTimeout = 10 * time.Minute
 	// DefaultCleanupTimeout bounds checkpoint-after-failure and Terminate,
 	// which run on a context detached from the activity's cancellation.
 	DefaultCleanupTimeout = 30 * time.Second
@@ -59,7 +54,6 @@ type Options struct {
 	InlineOutputLimit int64
 	Grace             time.Duration
 	HeartbeatInterval time.Duration
-	RuntimeMargin     time.Duration
 	CleanupTimeout    time.Duration
 	StderrTail        int
 	// Labels are added to every sandbox (e.g. agentflow.test=1 in tests).
@@ -96,9 +90,6 @@ func New(opts Options) *Activities {
 	}
 	if opts.HeartbeatInterval <= 0 {
 		opts.HeartbeatInterval = DefaultHeartbeatInterval
-	}
-	if opts.RuntimeMargin <= 0 {
-		opts.RuntimeMargin = DefaultRuntimeMargin
 	}
 	if opts.CleanupTimeout <= 0 {
 		opts.CleanupTimeout = DefaultCleanupTimeout

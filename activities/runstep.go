@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentflow/agentflow/exechost"
 	"github.com/agentflow/agentflow/internal/expr"
+	"github.com/agentflow/agentflow/internal/failure"
 	"github.com/agentflow/agentflow/internal/logstore"
 	"github.com/agentflow/agentflow/internal/metrics"
 	"github.com/agentflow/agentflow/internal/secrets"
@@ -54,29 +55,31 @@ func ExecutionIDFor(agentID, runID, stepID string, attempt int32) exechost.Execu
 // interval (the host then SIGTERMs the tool and destroys the sandbox after
 // the grace period) and a dead worker is noticed within one heartbeat
 // timeout.
+//
+// Every outcome, success or whatever failed, leaves through finish once:
+// it writes the attempt's log, records metrics and classifies the error.
 func (a *Activities) RunStep(ctx context.Context, req StepRequest) (*StepResult, error) {
-	res, err := a.runStep(ctx, req)
-	if err != nil {
-		return nil, toTemporal(err)
-	}
-	return res, nil
+	at := a.newAttempt(ctx, req)
+	start := time.Now()
+	res, err := at.run(ctx)
+	return res, at.finish(ctx, start, err)
 }
 
 // attempt is the state of one RunStep call.
 type attempt struct {
-	a       *Activities
-	req     StepRequest
-	number  int32
-	id      exechost.ExecutionID
-	scrub   *scrubber
-	redact  []string // secret values and their JSON forms: kept out of the checkpoint
-	log     *slog.Logger
-	stdout  []byte
-	stderr  []byte
-	outcome string // metrics status: success, a failure type, canceled
+	a      *Activities
+	req    StepRequest
+	number int32
+	id     exechost.ExecutionID
+	budget Budget
+	scrub  *scrubber
+	redact []string // secret values and their JSON forms: kept out of the checkpoint
+	log    *slog.Logger
+	stdout []byte
+	stderr []byte
 }
 
-func (a *Activities) runStep(ctx context.Context, req StepRequest) (_ *StepResult, err error) {
+func (a *Activities) newAttempt(ctx context.Context, req StepRequest) *attempt {
 	number := activity.GetInfo(ctx).Attempt
 	if number < 1 {
 		number = 1
@@ -86,20 +89,24 @@ func (a *Activities) runStep(ctx context.Context, req StepRequest) (_ *StepResul
 		req:    req,
 		number: number,
 		id:     ExecutionIDFor(req.AgentID, req.RunID, req.StepID, number),
+		budget: BudgetFor(req.Timeout),
 		scrub:  newScrubber(nil),
 	}
 	at.log = a.log.With("agent_id", req.AgentID, "run_id", req.RunID, "step_id", req.StepID,
 		"attempt", number, "tool", toolName(req), "execution_id", string(at.id))
+	return at
+}
 
-	start := time.Now()
-	defer func() { at.finish(ctx, start, err) }()
-
+// run is the attempt itself. It returns a *stepError, a context error
+// (canceled) or, for what nothing classified, a plain error (SandboxLost);
+// it writes no log and records no outcome metric: finish does.
+func (at *attempt) run(ctx context.Context) (*StepResult, error) {
+	a, req := at.a, at.req
 	if err := validateRequest(req); err != nil {
 		return nil, err
 	}
 	gpus, gpuIgnored, gpuErr := a.gpuRequest(req)
 	if gpuErr != nil {
-		at.writeLog(ctx, gpuErr.Msg)
 		return nil, gpuErr
 	}
 	if gpuIgnored {
@@ -146,25 +153,22 @@ func (a *Activities) runStep(ctx context.Context, req StepRequest) (_ *StepResul
 	res, execErr := a.opts.Host.Exec(ctx, at.id, exechost.ExecRequest{
 		Command: ToolCommand,
 		Stdin:   stdin,
-		Env:     toolEnv(req, number, gpuIgnored),
+		Env:     toolEnv(req, at.number, gpuIgnored),
 		Secrets: execSecrets,
-		Timeout: stepTimeout(req),
+		Timeout: at.budget.ToolDeadline,
 	})
 	a.opts.Metrics.ObservePhase(metrics.PhaseExec, time.Since(execStart), execErr)
 	if res != nil {
 		at.stdout, at.stderr = res.Stdout, res.Stderr
 		a.opts.Metrics.ObserveOutput(len(res.Stdout))
 	}
-	if ctx.Err() != nil {
-		// Canceled (or the activity deadline passed): the host has already
-		// sent SIGTERM and destroyed the sandbox after the grace period.
-		at.writeLog(ctx, "attempt canceled")
-		return nil, ctx.Err()
+	if err := canceled(ctx); err != nil {
+		// The host has already sent SIGTERM and destroyed the sandbox
+		// after the grace period.
+		return nil, err
 	}
 	if execErr != nil {
-		se := at.execFailure(execErr, res)
-		at.writeLog(ctx, se.Msg)
-		return nil, se
+		return nil, at.execFailure(execErr, res)
 	}
 
 	output, fail := at.classify(res)
@@ -173,9 +177,8 @@ func (a *Activities) runStep(ctx context.Context, req StepRequest) (_ *StepResul
 	// attempt's workspace is what a user debugs.
 	hb.setPhase("checkpoint")
 	cp, cpErr := at.checkpoint(ctx)
-	if ctx.Err() != nil {
-		at.writeLog(ctx, "attempt canceled")
-		return nil, ctx.Err()
+	if err := canceled(ctx); err != nil {
+		return nil, err
 	}
 	if fail != nil {
 		if cpErr != nil {
@@ -183,36 +186,24 @@ func (a *Activities) runStep(ctx context.Context, req StepRequest) (_ *StepResul
 		} else {
 			fail.Details.CheckpointID = string(cp.CheckpointID)
 		}
-		at.writeLog(ctx, fail.Msg)
 		return nil, fail
 	}
 	if cpErr != nil {
-		se := &stepError{
-			Type:    hostErrorType(cpErr),
-			Msg:     "checkpoint workspace: " + at.scrub.String(cpErr.Error()),
-			Details: at.details(res),
-		}
-		if pe := (*exechost.PolicyError)(nil); errors.As(cpErr, &pe) && pe.Field == exechost.PolicyFieldRedact {
-			// A name cannot be redacted without breaking what refers to it;
-			// PolicyViolation is not retried: a retry would write it again.
-			se.Msg = "checkpoint workspace: a workspace entry name (or symlink target) contains a secret value; " +
-				"secrets may be written into files, never into file names"
-		}
-		if se.Type == ErrTypeTimeout || se.Type == ErrTypeOutputLimit {
-			se.Type = ErrTypeSandboxLost
-		}
-		at.writeLog(ctx, se.Msg)
-		return nil, se
+		return nil, at.checkpointFailure(cpErr, res)
 	}
-	at.writeLog(ctx, "")
-
 	return &StepResult{
 		Output:       output,
 		CheckpointID: string(cp.CheckpointID),
-		Attempt:      number,
+		Attempt:      at.number,
 		OutputBytes:  len(res.Stdout),
 		ImageDigest:  exe.ImageDigest,
 	}, nil
+}
+
+// canceled is the one cancellation check: the activity was canceled or its
+// deadline passed. Whatever the host returned is then moot.
+func canceled(ctx context.Context) error {
+	return ctx.Err()
 }
 
 // toolEnv is the agentflow environment every tool exec gets.
@@ -234,6 +225,11 @@ func validateRequest(req StepRequest) error {
 		return failf(ErrTypeInvalidInput, "step request needs agent_id, run_id and step_id")
 	case req.Image == "":
 		return failf(ErrTypeInvalidInput, "step %s has no image (tools are resolved to digests at submission)", req.StepID)
+	case req.Timeout <= 0:
+		// The compiled Plan gives every tool step a timeout; a request
+		// without one was built by hand, and guessing a budget here would
+		// make it differ from the workflow's StartToClose.
+		return failf(ErrTypeInvalidInput, "step %s has no timeout (the compiled plan sets one for every tool step)", req.StepID)
 	case req.Git != nil && len(req.Checkpoints) > 0:
 		return failf(ErrTypeInvalidInput, "step %s has both a git workspace and checkpoints", req.StepID)
 	}
@@ -247,16 +243,10 @@ func toolName(req StepRequest) string {
 	return "image"
 }
 
-func stepTimeout(req StepRequest) time.Duration {
-	if req.Timeout > 0 {
-		return req.Timeout
-	}
-	return DefaultStepTimeout
-}
-
-// resolveSecrets resolves exactly the step's secrets. A secret that cannot
-// be resolved is InvalidInput (not retried): the error names the secret and
-// its source, never a value.
+// resolveSecrets resolves exactly the step's secrets; it is the attempt's
+// only call into secret resolution. A secret that cannot be resolved is
+// InvalidInput (not retried): the error names the secret and its source,
+// never a value.
 func (a *Activities) resolveSecrets(ctx context.Context, sources map[string]string) (map[string]string, error) {
 	if len(sources) == 0 {
 		return map[string]string{}, nil
@@ -345,7 +335,7 @@ func (at *attempt) provision(ctx context.Context, env map[string]string) (*exech
 			MemoryBytes:    r.MemoryBytes,
 			DiskBytes:      r.DiskBytes,
 			Pids:           r.Pids,
-			Runtime:        stepTimeout(req) + at.a.opts.RuntimeMargin,
+			Runtime:        at.budget.SandboxRuntime,
 			MaxOutputBytes: r.MaxOutputBytes,
 			GPUs:           r.GPUs,
 		},
@@ -355,16 +345,12 @@ func (at *attempt) provision(ctx context.Context, env map[string]string) (*exech
 	})
 	at.a.opts.Metrics.ObservePhase(phase, time.Since(start), err)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		if cerr := canceled(ctx); cerr != nil {
+			return nil, cerr
 		}
-		typ := hostErrorType(err)
-		if typ == ErrTypeTimeout || typ == ErrTypeOutputLimit {
-			typ = ErrTypeSandboxLost // provisioning runs no tool
-		}
-		se := failf(typ, "provision sandbox for step %s: %s", req.StepID, at.scrub.String(err.Error()))
+		// Provisioning runs no tool: a host timeout is a lost sandbox.
+		se := failf(failure.HostType(err, false), "provision sandbox for step %s: %s", req.StepID, at.scrub.String(err.Error()))
 		se.Details.Attempt = at.number
-		at.writeLog(ctx, se.Msg)
 		return nil, se
 	}
 	return exe, nil
@@ -373,11 +359,11 @@ func (at *attempt) provision(ctx context.Context, env map[string]string) (*exech
 // execFailure classifies an Exec that returned an error (the sandbox is
 // gone: the host destroys it on timeout, output overflow and abort).
 func (at *attempt) execFailure(err error, res *exechost.ExecResult) *stepError {
-	typ := hostErrorType(err)
+	typ := failure.HostType(err, true)
 	se := &stepError{Type: typ, Details: at.details(res)}
 	switch typ {
 	case ErrTypeTimeout:
-		se.Msg = fmt.Sprintf("tool did not finish within the step timeout of %s; the sandbox was destroyed", stepTimeout(at.req))
+		se.Msg = fmt.Sprintf("tool did not finish within the step timeout of %s; the sandbox was destroyed", at.budget.ToolDeadline)
 	case ErrTypeOutputLimit:
 		se.Msg = fmt.Sprintf("tool wrote more than max_output (%d bytes) to stdout and stderr combined; the sandbox was destroyed", at.req.Resources.MaxOutputBytes)
 	case ErrTypePolicy:
@@ -385,6 +371,24 @@ func (at *attempt) execFailure(err error, res *exechost.ExecResult) *stepError {
 	default:
 		se.Type = ErrTypeSandboxLost
 		se.Msg = "sandbox lost during exec: " + at.scrub.String(err.Error())
+	}
+	return se
+}
+
+// checkpointFailure classifies a failed checkpoint of a successful
+// attempt. The tool has finished: a host timeout or size cap here is the
+// sandbox's, not the tool's.
+func (at *attempt) checkpointFailure(err error, res *exechost.ExecResult) *stepError {
+	se := &stepError{
+		Type:    failure.HostType(err, false),
+		Msg:     "checkpoint workspace: " + at.scrub.String(err.Error()),
+		Details: at.details(res),
+	}
+	if pe := (*exechost.PolicyError)(nil); errors.As(err, &pe) && pe.Field == exechost.PolicyFieldRedact {
+		// A name cannot be redacted without breaking what refers to it;
+		// PolicyViolation is not retried: a retry would write it again.
+		se.Msg = "checkpoint workspace: a workspace entry name (or symlink target) contains a secret value; " +
+			"secrets may be written into files, never into file names"
 	}
 	return se
 }
@@ -461,18 +465,26 @@ func (at *attempt) writeLog(ctx context.Context, failMsg string) {
 	}
 }
 
-// finish records the attempt's metrics and its log line.
-func (at *attempt) finish(ctx context.Context, start time.Time, err error) {
-	status := "success"
-	var se *stepError
+// finish is the attempt's one exit: whatever happened, it writes the
+// attempt's log (stderr; on failure also stdout and the failure line, so
+// `agentctl logs` shows a line for every failed attempt whatever failed),
+// records the outcome metrics, and returns the error as Temporal sees it.
+func (at *attempt) finish(ctx context.Context, start time.Time, err error) error {
+	kind := failure.Kind(err)
+	status := kind
 	switch {
 	case err == nil:
-	case errors.As(err, &se):
-		status = se.Type
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		status = "canceled"
+		status = "success"
+		at.writeLog(ctx, "")
+	case kind == failure.Canceled:
+		at.writeLog(ctx, "attempt canceled")
 	default:
-		status = ErrTypeSandboxLost
+		msg := err.Error()
+		var se *stepError
+		if errors.As(err, &se) {
+			msg = se.Msg
+		}
+		at.writeLog(ctx, msg)
 	}
 	m := at.a.opts.Metrics
 	tool := toolName(at.req)
@@ -486,9 +498,10 @@ func (at *attempt) finish(ctx context.Context, start time.Time, err error) {
 	if err != nil {
 		at.log.InfoContext(ctx, "step attempt failed", "status", status, "duration_ms", time.Since(start).Milliseconds(),
 			"error", at.scrub.String(err.Error()))
-		return
+		return toTemporal(err)
 	}
 	at.log.InfoContext(ctx, "step attempt succeeded", "duration_ms", time.Since(start).Milliseconds())
+	return nil
 }
 
 func tail(s string, n int) string {
@@ -502,9 +515,15 @@ func tail(s string, n int) string {
 	return "…" + s[i:]
 }
 
+// truncate cuts s to at most n bytes without splitting a UTF-8 sequence
+// (Docker refuses label values that are not valid UTF-8).
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n]
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) { // s[i] is the first byte cut off
+		i--
+	}
+	return s[:i]
 }

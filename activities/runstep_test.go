@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
@@ -123,7 +124,7 @@ func TestRunStepSuccess(t *testing.T) {
 	require.Equal(t, []exechost.CheckpointID{"cp-a", "cp-b"}, p.Workspace.Checkpoints)
 	require.Equal(t, exechost.ResourceLimits{
 		NanoCPUs: 1e9, MemoryBytes: 512 << 20, DiskBytes: 256 << 20, Pids: 256, MaxOutputBytes: 8 << 20,
-		Runtime: 30*time.Second + DefaultRuntimeMargin,
+		Runtime: 30*time.Second + BudgetMargin, // BudgetFor(30s).SandboxRuntime
 	}, p.Resources)
 	require.Equal(t, map[string]string{"LOG_LEVEL": "debug"}, p.Env)
 	require.Equal(t, "1", p.Labels["agentflow.test"])
@@ -290,6 +291,58 @@ func TestRunStepFailures(t *testing.T) {
 			wantType: ErrTypeInvalidInput, nonRetryable: true, wantMsg: "references secret other",
 		},
 		{
+			name:     "no timeout",
+			setup:    func(_ *harness, req *StepRequest) { req.Timeout = 0 },
+			wantType: ErrTypeInvalidInput, nonRetryable: true, wantMsg: "step fetch has no timeout",
+		},
+		{
+			name:     "negative timeout",
+			setup:    func(_ *harness, req *StepRequest) { req.Timeout = -time.Second },
+			wantType: ErrTypeInvalidInput, nonRetryable: true, wantMsg: "step fetch has no timeout",
+		},
+		{
+			name: "git workspace and checkpoints",
+			setup: func(_ *harness, req *StepRequest) {
+				req.Git = &spec.GitWorkspace{Repository: "/srv/repo", Revision: "main"}
+			},
+			wantType: ErrTypeInvalidInput, nonRetryable: true, wantMsg: "both a git workspace and checkpoints",
+		},
+		{
+			name: "gpu required but none",
+			setup: func(h *harness, req *StepRequest) {
+				req.Resources.GPUs = 1
+				h.opts.GPUPolicy = GPUPolicyRequire
+			},
+			wantType: ErrTypePolicy, nonRetryable: true, wantMsg: "no GPU runtime",
+		},
+		{
+			name: "worker has no secret resolver",
+			setup: func(h *harness, req *StepRequest) {
+				h.opts.Secrets = nil
+				req.SecretSources = map[string]string{"tok": "env://AF_TEST_TOKEN"}
+			},
+			wantType: ErrTypeInvalidInput, nonRetryable: true, wantMsg: "no secret resolver",
+		},
+		{
+			name: "secret substitution into input fails",
+			setup: func(_ *harness, req *StepRequest) {
+				req.Input["url"] = "{{ .secrets.undeclared }}"
+			},
+			wantType: ErrTypeInvalidInput, nonRetryable: true, wantMsg: "substitute secrets into the input of step fetch",
+		},
+		{
+			name: "timeout during restore is a lost sandbox",
+			setup: func(h *harness, _ *StepRequest) {
+				h.host.provisionErr = fmt.Errorf("restore cp-a: %w", exechost.ErrTimeout)
+			},
+			wantType: ErrTypeSandboxLost, wantMsg: "provision sandbox for step fetch: restore cp-a",
+		},
+		{
+			name:     "checkpoint timeout after success is a lost sandbox",
+			setup:    func(h *harness, _ *StepRequest) { h.host.checkpoint = fmt.Errorf("export: %w", exechost.ErrTimeout) },
+			wantType: ErrTypeSandboxLost, wantMsg: "checkpoint workspace: export", wantProvision: true,
+		},
+		{
 			name:     "no image",
 			setup:    func(_ *harness, req *StepRequest) { req.Image = "" },
 			wantType: ErrTypeInvalidInput, nonRetryable: true, wantMsg: "has no image",
@@ -326,6 +379,13 @@ func TestRunStepFailures(t *testing.T) {
 			}
 			require.InDelta(t, 0, testutil.ToFloat64(h.metrics.ActiveSandboxes), 0)
 			require.InDelta(t, 1, testutil.ToFloat64(h.metrics.ToolInvocations.WithLabelValues("echo:1.0", tc.wantType)), 0)
+
+			// Whatever failed, the attempt's log has exactly one failure
+			// line, carrying the message (agentctl logs shows it).
+			log := h.log(t, req)
+			require.Equal(t, 1, strings.Count(log, "--- agentflow: attempt 1 failed: "), "log:\n%s", log)
+			line := log[strings.Index(log, "--- agentflow: attempt 1 failed: "):]
+			require.Contains(t, line, tc.wantMsg)
 		})
 	}
 }
@@ -445,22 +505,66 @@ func TestRunStepCancelTerminatesSandbox(t *testing.T) {
 	require.Len(t, terminates, 1)
 	require.Zero(t, live)
 	require.Contains(t, h.log(t, req), "got SIGTERM")
+	require.Contains(t, h.log(t, req), "--- agentflow: attempt 1 failed: attempt canceled\n")
 	require.InDelta(t, 1, testutil.ToFloat64(h.metrics.ToolInvocations.WithLabelValues("echo:1.0", "canceled")), 0)
 }
 
-func TestRunStepGitWorkspaceAndDefaults(t *testing.T) {
+func TestRunStepGitWorkspace(t *testing.T) {
 	h := newHarness(t)
 	req := baseReq()
 	req.Checkpoints = nil
-	req.Timeout = 0
+	req.Timeout = 3 * time.Minute
 	req.Git = &spec.GitWorkspace{Repository: "/srv/repo", Revision: "main"}
 	_, err := h.run(t, req)
 	require.NoError(t, err)
 	provisions, execs, _, _, _ := h.host.snapshot()
 	require.Equal(t, &exechost.GitSource{RepositoryPath: "/srv/repo", Revision: "main"}, provisions[0].Workspace.Git)
 	require.Empty(t, provisions[0].Workspace.Checkpoints)
-	require.Equal(t, DefaultStepTimeout, execs[0].Timeout)
+	b := BudgetFor(3 * time.Minute)
+	require.Equal(t, b.ToolDeadline, execs[0].Timeout)
+	require.Equal(t, b.SandboxRuntime, provisions[0].Resources.Runtime)
 	n, err := testutil.GatherAndCount(h.metrics.Registry, "agentflow_sandbox_phase_duration_seconds")
 	require.NoError(t, err)
 	require.Equal(t, 4, n) // provision, exec, checkpoint, terminate
+}
+
+func TestTruncateKeepsUTF8Valid(t *testing.T) {
+	tests := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exact", 5, "exact"},
+		{"abcdef", 3, "abc"},
+		{"", 0, ""},
+		{"héllo", 2, "h"},  // é is 2 bytes: cutting inside it drops it
+		{"héllo", 3, "hé"}, // on the boundary after é
+		{"日本語", 4, "日"},    // 3-byte runes
+		{"日本語", 5, "日"},    // still inside 本
+		{"日本語", 6, "日本"},   // boundary
+		{"a🙂b", 2, "a"},    // 4-byte rune, cut after its first byte
+		{"a🙂b", 4, "a"},    // cut before its last byte
+		{"a🙂b", 5, "a🙂"},   // boundary
+		{"🙂", 3, ""},       // nothing fits
+		{strings.Repeat("é", 200), 255, strings.Repeat("é", 127)},
+	}
+	for _, tc := range tests {
+		got := truncate(tc.in, tc.n)
+		require.Equal(t, tc.want, got, "truncate(%q, %d)", tc.in, tc.n)
+		require.True(t, utf8.ValidString(got), "truncate(%q, %d) = %q is not valid UTF-8", tc.in, tc.n, got)
+		require.LessOrEqual(t, len(got), tc.n)
+	}
+}
+
+func TestRunStepLabelsAreValidUTF8(t *testing.T) {
+	h := newHarness(t)
+	req := baseReq()
+	req.AgentID = strings.Repeat("a", 255) + "é-rest"
+	_, err := h.run(t, req)
+	require.NoError(t, err)
+	provisions, _, _, _, _ := h.host.snapshot()
+	label := provisions[0].Labels[LabelAgentID]
+	require.True(t, utf8.ValidString(label), "label %q", label)
+	require.Equal(t, strings.Repeat("a", 255), label)
 }

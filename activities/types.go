@@ -3,6 +3,7 @@ package activities
 import (
 	"time"
 
+	"github.com/agentflow/agentflow/internal/failure"
 	"github.com/agentflow/agentflow/internal/spec"
 )
 
@@ -43,14 +44,15 @@ type StepResult struct {
 }
 
 // Application error types returned by RunStep (temporal.ApplicationError
-// Type). The workflow branches on them; see errors.go for which retry.
+// Type). The workflow branches on them; internal/failure defines them and
+// which of them retry.
 const (
-	ErrTypeToolFailed   = "ToolFailed"      // non-zero exit, bad JSON, error field, OOM: retryable
-	ErrTypeTimeout      = "ToolTimeout"     // attempt deadline: retryable
-	ErrTypeOutputLimit  = "OutputLimit"     // output cap or inline payload limit: retryable
-	ErrTypePolicy       = "PolicyViolation" // never retried
-	ErrTypeInvalidInput = "InvalidInput"    // never retried (e.g. unresolvable secret)
-	ErrTypeSandboxLost  = "SandboxLost"     // infrastructure: retryable
+	ErrTypeToolFailed   = failure.ToolFailed      // non-zero exit, bad JSON, error field, OOM: retryable
+	ErrTypeTimeout      = failure.Timeout         // attempt deadline: retryable
+	ErrTypeOutputLimit  = failure.OutputLimit     // output cap or inline payload limit: retryable
+	ErrTypePolicy       = failure.PolicyViolation // never retried
+	ErrTypeInvalidInput = failure.InvalidInput    // never retried (e.g. unresolvable secret)
+	ErrTypeSandboxLost  = failure.SandboxLost     // infrastructure: retryable
 )
 
 // StepFailureDetails is attached to a failed attempt's ApplicationError so

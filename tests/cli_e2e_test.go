@@ -4,6 +4,8 @@ package tests
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +46,18 @@ steps:
     tool: testtool:1.0
     inputs: {mode: ok}
     depends_on: [bad]
+`
+
+// earlyFailSpec's only secret comes from an env var (%s) the worker does
+// not have.
+const earlyFailSpec = `name: cli-early
+version: "1.0.0"
+secrets:
+  - {name: api_token, source: "%s"}
+steps:
+  - id: needs_secret
+    tool: testtool:1.0
+    inputs: {mode: ok, token: "{{ .secrets.api_token }}"}
 `
 
 const sleepSpec = `name: cli-sleep
@@ -203,6 +217,20 @@ func TestCLI(t *testing.T) {
 		code, out, _ = e.agentctl(t, "logs", failID, "--step", "bad", "-f", "--tail", "1", "--log-dir", e.logDir)
 		require.Equal(t, 0, code)
 		require.Contains(t, out, "==> bad attempt 1")
+	})
+
+	t.Run("a step that fails before its sandbox exists still has a log line", func(t *testing.T) {
+		// The secret's source is unset on the worker: the attempt fails in
+		// secret resolution, before any sandbox. agentctl logs must still
+		// show the attempt and why it failed (one exit path in RunStep).
+		id := "cli-early-" + time.Now().Format("150405")
+		src := fmt.Sprintf("env://AF_CLI_E2E_UNSET_%d", os.Getpid())
+		code, _, errOut := e.agentctl(t, "run", "-f", e.writeSpec(t, "early", fmt.Sprintf(earlyFailSpec, src)), "--name", id, "--wait")
+		require.Equal(t, 1, code, errOut)
+		code, out, _ := e.agentctl(t, "logs", id, "--step", "needs_secret", "--log-dir", e.logDir)
+		require.Equal(t, 0, code)
+		require.Contains(t, out, "--- agentflow: attempt 1 failed: ")
+		require.Contains(t, out, "api_token", "the failure line names the secret")
 	})
 
 	t.Run("resume", func(t *testing.T) {

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -140,6 +141,11 @@ func TestCheckPlan(t *testing.T) {
 		{name: "cycle", mutate: func(p *spec.Plan) { p.Steps[0].DependsOn = []string{"c"} }, wantErr: "dependency cycle"},
 		{name: "tool and approval", mutate: func(p *spec.Plan) { p.Steps[0].Approval = &spec.Approval{} }, wantErr: "exactly one of"},
 		{name: "neither", mutate: func(p *spec.Plan) { p.Steps[0].Tool, p.Steps[0].Image = "", "" }, wantErr: "exactly one of"},
+		{name: "tool step without timeout", mutate: func(p *spec.Plan) { p.Steps[1].Timeout = 0 }, wantErr: `tool step "b" has no timeout`},
+		{name: "image step with negative timeout", mutate: func(p *spec.Plan) { p.Steps[2].Tool, p.Steps[2].Timeout = "", -1 }, wantErr: `tool step "c" has no timeout`},
+		{name: "approval needs no step timeout", mutate: func(p *spec.Plan) {
+			p.Steps[2] = approvalStep("c", time.Hour, "b")
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

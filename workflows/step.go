@@ -12,42 +12,22 @@ import (
 
 	"github.com/agentflow/agentflow/activities"
 	"github.com/agentflow/agentflow/internal/expr"
+	"github.com/agentflow/agentflow/internal/failure"
 	"github.com/agentflow/agentflow/internal/spec"
 )
 
-const (
-	// stepTimeoutMargin is added to a step's per-attempt timeout to get the
-	// activity's StartToClose: the tool's own deadline is enforced by the
-	// execution host (StepRequest.Timeout), and the attempt also has to
-	// provision the sandbox, restore the workspace (a git archive or up to a
-	// few checkpoint layers of at most the disk limit), checkpoint and
-	// terminate. Two minutes covers that on a loaded single machine; a
-	// StartToClose that fires means the worker itself is lost.
-	stepTimeoutMargin = 2 * time.Minute
-	// stepHeartbeatTimeout detects a dead worker long before StartToClose;
-	// RunStep heartbeats through every sandbox phase.
-	stepHeartbeatTimeout = 20 * time.Second
-	// defaultStepTimeout applies when a hand-built Plan has none (the spec
-	// compiler always fills one in).
-	defaultStepTimeout = 10 * time.Minute
-)
-
-// nonRetryableTypes are the RunStep error types that retrying cannot fix.
-var nonRetryableTypes = []string{activities.ErrTypePolicy, activities.ErrTypeInvalidInput}
-
-// stepActivityOptions are the options of one tool step: per-attempt
-// timeout, exponential-backoff retries up to `retries`, policy and input
+// stepActivityOptions are the options of one tool step: the attempt's time
+// budget derived from the Plan's per-attempt timeout (activities.BudgetFor,
+// the same function RunStep derives the tool deadline and sandbox runtime
+// from), exponential-backoff retries up to `retries`, policy and input
 // errors never retried, and cancellation that waits for the sandbox to be
-// torn down.
+// torn down. checkPlan has refused a tool step without a timeout.
 func stepActivityOptions(ps *spec.PlanStep) workflow.ActivityOptions {
-	timeout := ps.Timeout
-	if timeout <= 0 {
-		timeout = defaultStepTimeout
-	}
+	b := activities.BudgetFor(ps.Timeout)
 	retries := max(ps.Retries, 0)
 	return workflow.ActivityOptions{
-		StartToCloseTimeout: timeout + stepTimeoutMargin,
-		HeartbeatTimeout:    stepHeartbeatTimeout,
+		StartToCloseTimeout: b.StartToClose,
+		HeartbeatTimeout:    b.Heartbeat,
 		WaitForCancellation: true,
 		Summary:             stepSummary(ps),
 		RetryPolicy: &temporal.RetryPolicy{
@@ -55,7 +35,7 @@ func stepActivityOptions(ps *spec.PlanStep) workflow.ActivityOptions {
 			BackoffCoefficient:     2,
 			MaximumInterval:        time.Minute,
 			MaximumAttempts:        int32(retries + 1),
-			NonRetryableErrorTypes: nonRetryableTypes,
+			NonRetryableErrorTypes: failure.NonRetryableTypes(),
 		},
 	}
 }
@@ -133,9 +113,6 @@ func (s *runState) stepRequest(st *stepState, now time.Time) (*activities.StepRe
 		Env:       envOut,
 		Resources: ps.Resources,
 		Timeout:   ps.Timeout,
-	}
-	if req.Timeout <= 0 {
-		req.Timeout = defaultStepTimeout
 	}
 	if len(ps.Secrets) > 0 {
 		req.SecretSources = make(map[string]string, len(ps.Secrets))
@@ -224,7 +201,7 @@ func classifyStepError(err error, ps *spec.PlanStep) attemptOutcome {
 	out := attemptOutcome{status: StepFailed, errMsg: err.Error(), attempts: 1}
 	var appErr *temporal.ApplicationError
 	hasApp := errors.As(err, &appErr)
-	retryable := !hasApp || (!appErr.NonRetryable() && !slices.Contains(nonRetryableTypes, appErr.Type()))
+	retryable := !hasApp || (!appErr.NonRetryable() && !slices.Contains(failure.NonRetryableTypes(), appErr.Type()))
 	var actErr *temporal.ActivityError
 	if errors.As(err, &actErr) {
 		if cause := errors.Unwrap(actErr); cause != nil {

@@ -76,7 +76,7 @@ type StepRecord struct {
 	Attempts     int32          `json:"attempts,omitempty"`
 	StartedAt    *time.Time     `json:"started_at,omitempty"`
 	FinishedAt   *time.Time     `json:"finished_at,omitempty"`
-	DurationMS   int64          `json:"duration_ms,omitempty"`
+	DurationMS   int64          `json:"duration_ms"` // always present: 0 is a real duration
 	Error        string         `json:"error,omitempty"`
 	CheckpointID string         `json:"checkpoint_id,omitempty"`
 	Output       map[string]any `json:"output,omitempty"`

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -106,16 +107,20 @@ func TestActivityOptions(t *testing.T) {
 	st.Retries = 3
 	opts := stepActivityOptions(&st)
 	require.Equal(t, "summarize · summarize-tool:1.0", opts.Summary)
-	require.Equal(t, st.Timeout+stepTimeoutMargin, opts.StartToCloseTimeout)
-	require.Equal(t, stepHeartbeatTimeout, opts.HeartbeatTimeout)
+	// The same budget RunStep derives its deadlines from; for the 30 s
+	// test timeout the numbers the recorded histories carry.
+	require.Equal(t, activities.BudgetFor(st.Timeout).StartToClose, opts.StartToCloseTimeout)
+	require.Equal(t, 150*time.Second, opts.StartToCloseTimeout)
+	require.Equal(t, activities.BudgetFor(st.Timeout).Heartbeat, opts.HeartbeatTimeout)
+	require.Equal(t, 20*time.Second, opts.HeartbeatTimeout)
 	require.True(t, opts.WaitForCancellation)
 	require.EqualValues(t, 4, opts.RetryPolicy.MaximumAttempts)
 	require.EqualValues(t, 2, opts.RetryPolicy.BackoffCoefficient)
 	require.ElementsMatch(t, []string{activities.ErrTypePolicy, activities.ErrTypeInvalidInput}, opts.RetryPolicy.NonRetryableErrorTypes)
 
-	img := spec.PlanStep{ID: "raw", Image: testImage}
+	img := spec.PlanStep{ID: "raw", Image: testImage, Timeout: spec.DefaultTimeout}
 	opts = stepActivityOptions(&img)
 	require.Equal(t, "raw · "+testImage, opts.Summary)
-	require.Equal(t, defaultStepTimeout+stepTimeoutMargin, opts.StartToCloseTimeout)
+	require.Equal(t, spec.DefaultTimeout+activities.BudgetMargin, opts.StartToCloseTimeout)
 	require.EqualValues(t, 1, opts.RetryPolicy.MaximumAttempts)
 }

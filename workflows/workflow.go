@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentflow/agentflow/activities"
 	"github.com/agentflow/agentflow/internal/expr"
+	"github.com/agentflow/agentflow/internal/failure"
 	"github.com/agentflow/agentflow/internal/metrics"
 	"github.com/agentflow/agentflow/internal/spec"
 )
@@ -364,6 +365,6 @@ func (r *runner) end(ctx workflow.Context, fatal error, errType string) (*Result
 	case RunCanceled:
 		return nil, temporal.NewCanceledError(res)
 	default:
-		return nil, temporal.NewNonRetryableApplicationError(s.err, errType, nil, res)
+		return nil, failure.New(errType, s.err, res)
 	}
 }

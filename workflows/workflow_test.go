@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -372,6 +373,21 @@ func TestInvalidPlanFails(t *testing.T) {
 	require.Contains(t, o.result.Error, "dependency cycle")
 }
 
+// TestPlanWithoutStepTimeoutFails: the compiled Plan is authoritative for
+// the time budget. A hand-built Plan whose tool step has no timeout fails
+// the run before any step runs, instead of getting a default from the
+// workflow.
+func TestPlanWithoutStepTimeoutFails(t *testing.T) {
+	h := newHarness(t)
+	b := tool("b", "a")
+	b.Timeout = 0
+	o := h.run(Input{Plan: testPlan(tool("a"), b)})
+	require.Equal(t, ErrTypeAgentFailed, o.errType())
+	require.Contains(t, o.result.Error, `invalid plan: tool step "b" has no timeout`)
+	require.Empty(t, h.reqs("a"), "no step may run under a plan that fails its checks")
+	require.Empty(t, h.reqs("b"))
+}
+
 func TestResumeRunUsesCarry(t *testing.T) {
 	h := newHarness(t)
 	p := testPlan(tool("fetch"), tool("summarize", "fetch"))
@@ -422,4 +438,34 @@ func TestStepCanceledWithoutRunCancelFailsRun(t *testing.T) {
 	require.Equal(t, ErrTypeAgentFailed, o.errType())
 	require.Equal(t, `step "a" canceled`, o.result.Error)
 	require.Equal(t, ReasonUpstreamFailed, o.steps()["b"].Reason)
+}
+
+// TestZeroDurationStepKeepsDurationField: a step that took 0 ms still has
+// duration_ms in the inspect document (as the seed's document always does);
+// 0 is a duration, not an absent value.
+func TestZeroDurationStepKeepsDurationField(t *testing.T) {
+	h := newHarness(t)
+	h.onStep("a", succeed(map[string]any{"ok": true}))
+	o := h.run(Input{Plan: testPlan(tool("a"))})
+	require.NoError(t, o.err)
+	rec := o.steps()["a"]
+	require.Equal(t, StepSuccess, rec.Status)
+	// The test environment's clock does not move without timers: the step
+	// took 0 ms, which is the case omitempty used to drop.
+	require.Zero(t, rec.DurationMS)
+
+	v, err := h.env.QueryWorkflow(StatusQuery)
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, v.Get(&doc))
+	history, ok := doc["step_history"].([]any)
+	require.True(t, ok, "step_history: %v", doc["step_history"])
+	require.Len(t, history, 1)
+	step := history[0].(map[string]any)
+	require.Contains(t, step, "duration_ms")
+	require.EqualValues(t, 0, step["duration_ms"])
+
+	b, err := json.Marshal(rec)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"duration_ms":0`)
 }

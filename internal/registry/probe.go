@@ -11,11 +11,11 @@ import (
 	"unicode/utf8"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/agentflow/agentflow/exechost"
+	"github.com/agentflow/agentflow/internal/failure"
 )
 
 // Register adds the registry workflow and its ProbeTool activity to a
@@ -59,7 +59,7 @@ func (p *Prober) ProbeTool(ctx context.Context, req ProbeRequest) (*ProbeResult,
 		return nil, errors.New("probe: no execution host configured on this worker")
 	}
 	if err := ValidateImageRef(req.Image); err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypePolicy, nil)
+		return nil, failure.New(ErrTypePolicy, err.Error())
 	}
 	id := probeExecutionID(ctx, req)
 	labels := map[string]string{}
@@ -74,8 +74,8 @@ func (p *Prober) ProbeTool(ctx context.Context, req ProbeRequest) (*ProbeResult,
 		Labels:      labels,
 	})
 	if err != nil {
-		if errors.Is(err, exechost.ErrPolicy) {
-			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("provision probe sandbox for %s: %v", req.Image, err), ErrTypePolicy, nil)
+		if failure.HostType(err, false) == ErrTypePolicy {
+			return nil, failure.New(ErrTypePolicy, fmt.Sprintf("provision probe sandbox for %s: %v", req.Image, err))
 		}
 		return nil, fmt.Errorf("provision probe sandbox for %s: %w", req.Image, err)
 	}
@@ -93,9 +93,8 @@ func (p *Prober) ProbeTool(ctx context.Context, req ProbeRequest) (*ProbeResult,
 	}
 	got := strings.TrimSpace(ver)
 	if got != req.Version {
-		return nil, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("image %s: /bin/tool --version printed %q, want %q", req.Image, truncate(got, 200), req.Version),
-			ErrTypeVersionMismatch, nil)
+		return nil, failure.New(ErrTypeVersionMismatch,
+			fmt.Sprintf("image %s: /bin/tool --version printed %q, want %q", req.Image, truncate(got, 200), req.Version))
 	}
 	usage, err := p.run(ctx, id, "--help")
 	if err != nil {
@@ -110,13 +109,14 @@ func (p *Prober) run(ctx context.Context, id exechost.ExecutionID, flag string) 
 	res, err := p.Host.Exec(ctx, id, exechost.ExecRequest{Command: []string{"/bin/tool", flag}, Timeout: probeExecTimeout})
 	switch {
 	case errors.Is(err, exechost.ErrTimeout), errors.Is(err, exechost.ErrOutputLimit):
-		return "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("/bin/tool %s: %v", flag, err), ErrTypeProbeFailed, nil)
+		// A probe that hangs or floods is the image's fault, not the
+		// sandbox's: not retried.
+		return "", failure.New(ErrTypeProbeFailed, fmt.Sprintf("/bin/tool %s: %v", flag, err))
 	case err != nil:
 		return "", fmt.Errorf("/bin/tool %s: %w", flag, err)
 	case res.ExitCode != 0:
-		return "", temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("/bin/tool %s exited %d: %s", flag, res.ExitCode, truncate(strings.TrimSpace(string(res.Stderr)), 500)),
-			ErrTypeProbeFailed, nil)
+		return "", failure.New(ErrTypeProbeFailed,
+			fmt.Sprintf("/bin/tool %s exited %d: %s", flag, res.ExitCode, truncate(strings.TrimSpace(string(res.Stderr)), 500)))
 	}
 	out := string(res.Stdout)
 	if strings.TrimSpace(out) == "" && flag == "--help" {

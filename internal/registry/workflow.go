@@ -6,6 +6,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/agentflow/agentflow/internal/failure"
 )
 
 // RegistryWorkflow is the long-lived registry. It never completes on its
@@ -121,9 +123,8 @@ func sameOrConflict(t Tool, req RegisterRequest) (Tool, error) {
 	if t.Digest == DigestOf(req.Image) {
 		return t, nil
 	}
-	return Tool{}, temporal.NewNonRetryableApplicationError(
-		fmt.Sprintf("tool %s is already registered with image %s; register a new version instead", t.Ref(), t.Image),
-		ErrTypeConflict, nil)
+	return Tool{}, failure.New(ErrTypeConflict,
+		fmt.Sprintf("tool %s is already registered with image %s; register a new version instead", t.Ref(), t.Image))
 }
 
 func checkRemove(m map[string]map[string]Tool, req RemoveRequest) error {
@@ -131,11 +132,11 @@ func checkRemove(m map[string]map[string]Tool, req RemoveRequest) error {
 		return err
 	}
 	if _, ok := m[req.Name]; !ok {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool %s is not registered", req.Name), ErrTypeNotFound, nil)
+		return failure.New(ErrTypeNotFound, fmt.Sprintf("tool %s is not registered", req.Name))
 	}
 	if req.Version != "" {
 		if _, ok := m[req.Name][req.Version]; !ok {
-			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("tool %s:%s is not registered", req.Name, req.Version), ErrTypeNotFound, nil)
+			return failure.New(ErrTypeNotFound, fmt.Sprintf("tool %s:%s is not registered", req.Name, req.Version))
 		}
 	}
 	return nil
@@ -171,7 +172,7 @@ func runProbe(ctx workflow.Context, req RegisterRequest) (*ProbeResult, error) {
 			BackoffCoefficient:     2,
 			MaximumInterval:        10 * time.Second,
 			MaximumAttempts:        3,
-			NonRetryableErrorTypes: []string{ErrTypeVersionMismatch, ErrTypeProbeFailed, ErrTypePolicy},
+			NonRetryableErrorTypes: failure.NonRetryableProbeTypes(),
 		},
 	})
 	var res ProbeResult

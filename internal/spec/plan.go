@@ -94,7 +94,10 @@ type PlanStep struct {
 	// follows it (later wins).
 	ExplicitDependsOn []string `json:"explicit_depends_on,omitempty"`
 
-	Timeout         time.Duration `json:"timeout"` // per attempt
+	// Timeout is per attempt. Compile sets it on every tool step (the
+	// step's, else defaults.timeout, else DefaultTimeout); it is the one
+	// input of the attempt's time budget (activities.BudgetFor).
+	Timeout         time.Duration `json:"timeout"`
 	Retries         int           `json:"retries"` // extra attempts
 	ContinueOnError bool          `json:"continue_on_error,omitempty"`
 	Resources       Resources     `json:"resources"`

@@ -25,6 +25,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/agentflow/agentflow/activities"
+	"github.com/agentflow/agentflow/internal/failure"
 	"github.com/agentflow/agentflow/internal/spec"
 	wf "github.com/agentflow/agentflow/workflows"
 )
@@ -171,10 +172,10 @@ func (fakeActivities) RunStep(ctx context.Context, req activities.StepRequest) (
 	attempt := activity.GetInfo(ctx).Attempt
 	switch req.Input["fail"] {
 	case "retryable":
-		return nil, temporal.NewApplicationError("tool exited 1", activities.ErrTypeToolFailed,
+		return nil, failure.New(activities.ErrTypeToolFailed, "tool exited 1",
 			activities.StepFailureDetails{Attempt: attempt, CheckpointID: "cp-" + req.StepID + "-failed", ExitCode: 1})
 	case "policy":
-		return nil, temporal.NewApplicationError("env name looks like a secret", activities.ErrTypePolicy,
+		return nil, failure.New(activities.ErrTypePolicy, "env name looks like a secret",
 			activities.StepFailureDetails{Attempt: attempt})
 	}
 	if req.Input["block"] == true {
