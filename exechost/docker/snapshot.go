@@ -52,6 +52,12 @@ func (h *Host) Checkpoint(ctx context.Context, id exechost.ExecutionID, req exec
 			h.lost(e)
 			return nil, fmt.Errorf("checkpoint %s: %w: %w", id, exechost.ErrTerminated, expErr)
 		}
+		if errors.Is(expErr, workspace.ErrUnsafeEntry) {
+			// The tool made an entry no checkpoint may hold (an escaping
+			// symlink, a hard link, a device): its doing, never retried.
+			return nil, fmt.Errorf("checkpoint %s: %w: %w", id,
+				&exechost.PolicyError{Field: "checkpoint.workspace", Reason: "workspace entry refused"}, expErr)
+		}
 		if errors.Is(expErr, workspace.ErrSecretName) {
 			return nil, fmt.Errorf("checkpoint %s: %w: %w", id,
 				&exechost.PolicyError{Field: exechost.PolicyFieldRedact, Reason: "workspace entry refused"}, expErr)
