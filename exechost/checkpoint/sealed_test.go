@@ -88,8 +88,10 @@ func TestSealedRefusesEditedManifests(t *testing.T) {
 	require.NoError(t, err)
 
 	edits := map[string]func(string) string{
-		"image":          func(j string) string { return strings.Replace(j, m.ImageDigest, "sha256:"+strings.Repeat("c", 64), 1) },
-		"memory":         func(j string) string { return strings.Replace(j, `"MemoryBytes": 67108864`, `"MemoryBytes": 67108865`, 1) },
+		"image": func(j string) string { return strings.Replace(j, m.ImageDigest, "sha256:"+strings.Repeat("c", 64), 1) },
+		"memory": func(j string) string {
+			return strings.Replace(j, `"MemoryBytes": 67108864`, `"MemoryBytes": 67108865`, 1)
+		},
 		"gpus":           func(j string) string { return strings.Replace(j, `"GPUs": 0`, `"GPUs": -1`, 1) },
 		"size":           func(j string) string { return strings.Replace(j, `"size_bytes": 5`, `"size_bytes": 4`, 1) },
 		"sha256":         func(j string) string { return strings.Replace(j, m.SHA256, strings.Repeat("d", 64), 1) },
@@ -106,7 +108,9 @@ func TestSealedRefusesEditedManifests(t *testing.T) {
   "mac": "`+m.MAC+`"`, "", 1)
 		},
 		"schema unknown": func(j string) string { return strings.Replace(j, `"schema_version": 2`, `"schema_version": 3`, 1) },
-		"reason":         func(j string) string { return strings.Replace(j, `"execution_id": "exec-1"`, `"execution_id": "exec-2"`, 1) },
+		"reason": func(j string) string {
+			return strings.Replace(j, `"execution_id": "exec-1"`, `"execution_id": "exec-2"`, 1)
+		},
 	}
 	for name, edit := range edits {
 		t.Run(name, func(t *testing.T) {
