@@ -171,8 +171,9 @@ type Checkpoint struct {
 }
 
 // RestoreRequest provisions a new sandbox whose workspace is a checkpoint.
-// Image and Resources default to the checkpoint's own when empty; the request
-// is validated exactly like a Provision.
+// Image and Resources are required: they never come from the checkpoint's
+// manifest (stored data is not trusted for what a sandbox may use). The
+// request is validated exactly like a Provision.
 type RestoreRequest struct {
 	CheckpointID CheckpointID
 	ExecutionID  ExecutionID
@@ -180,4 +181,24 @@ type RestoreRequest struct {
 	Resources    *ResourceLimits
 	Env          map[string]string
 	Labels       map[string]string
+}
+
+// RestoreProvision is the ProvisionRequest a Restore runs. A request
+// without Image or Resources is refused (ErrPolicy).
+func RestoreProvision(req RestoreRequest) (ProvisionRequest, error) {
+	switch {
+	case req.Image == "":
+		return ProvisionRequest{}, &PolicyError{Field: "image", Reason: "restore needs the step's own image, never the checkpoint's"}
+	case req.Resources == nil:
+		return ProvisionRequest{}, &PolicyError{Field: "resources", Reason: "restore needs the step's own resources, never the checkpoint's"}
+	}
+	return ProvisionRequest{
+		ExecutionID: req.ExecutionID,
+		Image:       req.Image,
+		Resources:   *req.Resources,
+		Network:     NetworkNone,
+		Env:         req.Env,
+		Labels:      req.Labels,
+		Workspace:   Workspace{Checkpoints: []CheckpointID{req.CheckpointID}},
+	}, nil
 }

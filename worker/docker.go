@@ -27,10 +27,10 @@ func newDockerBackend(ctx context.Context, cfg Config) (*Backend, error) {
 		dc.Close()
 		return nil, fmt.Errorf("docker daemon not reachable (DOCKER_HOST=%q): %w", dc.DaemonHost(), err)
 	}
-	store, err := checkpoint.NewLocal(cfg.CheckpointDir)
+	store, err := checkpointStore(cfg)
 	if err != nil {
 		dc.Close()
-		return nil, fmt.Errorf("checkpoint store %s: %w", cfg.CheckpointDir, err)
+		return nil, err
 	}
 	host, err := docker.New(docker.Options{
 		Client: dc,
@@ -59,6 +59,41 @@ func newDockerBackend(ctx context.Context, cfg Config) (*Backend, error) {
 		},
 		Close: dc.Close,
 	}, nil
+}
+
+// CheckpointKeyDir is where a worker without a key file keeps the key it
+// generated: next to the checkpoint directory, not in it, so whoever is
+// given the checkpoints (a copy, a backup) is not given the key as well.
+func CheckpointKeyDir(checkpointDir string) string {
+	return filepath.Join(filepath.Dir(filepath.Clean(checkpointDir)), "checkpoint-keys")
+}
+
+// checkpointStore is the local store behind signed manifests.
+func checkpointStore(cfg Config) (*checkpoint.Sealed, error) {
+	local, err := checkpoint.NewLocal(cfg.CheckpointDir)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint store %s: %w", cfg.CheckpointDir, err)
+	}
+	var keys *checkpoint.Keyring
+	if cfg.CheckpointKeyFile != "" {
+		if keys, err = checkpoint.LoadKeyring(cfg.CheckpointKeyFile); err != nil {
+			return nil, err
+		}
+	} else {
+		dir := CheckpointKeyDir(cfg.CheckpointDir)
+		var created bool
+		if keys, created, err = checkpoint.LoadOrCreateLocalKeyring(dir); err != nil {
+			return nil, err
+		}
+		if created {
+			cfg.Logger.Info("generated a checkpoint signing key; workers that share checkpoints need a shared --checkpoint-key-file",
+				"key_file", filepath.Join(dir, checkpoint.LocalKeyFile), "key_id", keys.SigningKeyID())
+		}
+	}
+	if cfg.InsecureUnsignedCheckpoints {
+		cfg.Logger.Warn("unsigned (schema 1) checkpoints are accepted: anyone who can write the store can forge them")
+	}
+	return checkpoint.NewSealed(local, keys, checkpoint.SealedOptions{AllowUnsigned: cfg.InsecureUnsignedCheckpoints})
 }
 
 // hasGPURuntime asks the daemon once, at start, whether it can give

@@ -61,8 +61,15 @@ type Config struct {
 	WebhookURLs        []string
 	MaxConcurrentSteps int
 	CheckpointDir      string
-	LogDir             string
-	VaultDir           string // dev Vault for vault:// secrets; "" disables vault://
+	// CheckpointKeyFile holds the keys that sign and verify checkpoint
+	// manifests (checkpoint.LoadKeyring). "" → a key generated on first
+	// start in CheckpointKeyDir(CheckpointDir): right for a worker whose
+	// checkpoints no other worker reads.
+	CheckpointKeyFile string
+	// InsecureUnsignedCheckpoints also reads legacy schema-1 manifests.
+	InsecureUnsignedCheckpoints bool
+	LogDir                      string
+	VaultDir                    string // dev Vault for vault:// secrets; "" disables vault://
 	// GPUPolicy: what to do with steps that request GPUs when the sandbox
 	// host has no GPU runtime ("" = require: fail them, non-retryably;
 	// ignore: run them without a GPU).

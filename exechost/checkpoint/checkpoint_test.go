@@ -40,7 +40,7 @@ func TestDecodeManifest(t *testing.T) {
 	}{
 		{name: "valid", input: string(good)},
 		{name: "unknown field", input: strings.Replace(string(good), `"id"`, `"extra": 1, "id"`, 1), wantErr: "unknown field"},
-		{name: "other version", input: strings.Replace(string(good), `"schema_version": 1`, `"schema_version": 2`, 1), wantErr: "schema_version 2"},
+		{name: "other version", input: strings.Replace(string(good), `"schema_version": 2`, `"schema_version": 3`, 1), wantErr: "schema_version 3"},
 		{name: "bad sha", input: strings.Replace(string(good), strings.Repeat("b", 64), "xyz", 1), wantErr: "sha256"},
 		{name: "path-like id", input: strings.Replace(string(good), `"ckpt-1"`, `"../etc"`, 1), wantErr: "id"},
 		{name: "trailing data", input: string(good) + "{}", wantErr: "trailing"},
@@ -77,7 +77,7 @@ func TestLocalRoundTrip(t *testing.T) {
 
 	m := validManifest()
 	m.SizeBytes, m.SHA256 = 0, ""
-	got, err := s.Put(ctx, m, strings.NewReader("hello"))
+	got, err := s.Put(ctx, m, strings.NewReader("hello"), nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 5, got.SizeBytes)
 	require.Equal(t, "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824", got.SHA256)
@@ -93,7 +93,7 @@ func TestLocalRoundTrip(t *testing.T) {
 	require.NoError(t, rc.Close())
 	require.Equal(t, "hello", string(b))
 
-	_, err = s.Put(ctx, m, strings.NewReader("again"))
+	_, err = s.Put(ctx, m, strings.NewReader("again"), nil)
 	require.ErrorIs(t, err, ErrExists)
 
 	require.NoError(t, s.Delete(ctx, m.ID))
@@ -112,7 +112,7 @@ func TestLocalDetectsTampering(t *testing.T) {
 	s, err := NewLocal(dir)
 	require.NoError(t, err)
 	m := validManifest()
-	_, err = s.Put(ctx, m, strings.NewReader("hello"))
+	_, err = s.Put(ctx, m, strings.NewReader("hello"), nil)
 	require.NoError(t, err)
 
 	for name, content := range map[string]string{"same size": "jello", "longer": "hello!", "shorter": "hell"} {
@@ -136,12 +136,12 @@ func TestLocalFailedPutLeavesNothing(t *testing.T) {
 	s, err := NewLocal(dir)
 	require.NoError(t, err)
 
-	_, err = s.Put(t.Context(), validManifest(), io.MultiReader(bytes.NewReader([]byte("partial")), failingReader{}))
+	_, err = s.Put(t.Context(), validManifest(), io.MultiReader(bytes.NewReader([]byte("partial")), failingReader{}), nil)
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, err = s.Put(ctx, validManifest(), strings.NewReader("x"))
+	_, err = s.Put(ctx, validManifest(), strings.NewReader("x"), nil)
 	require.ErrorIs(t, err, context.Canceled)
 
 	entries, err := os.ReadDir(dir)

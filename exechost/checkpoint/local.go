@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/agentflow/agentflow/exechost"
@@ -18,6 +19,11 @@ import (
 // <id>.json the manifest. The manifest is written last (temp file + rename),
 // so it is the commit point: a content file without a manifest is invisible
 // and overwritten by the next Put of that ID.
+//
+// Reads are hardened against whoever else can write the directory: only
+// names derived from a valid ID are opened, with O_NOFOLLOW, and only a
+// regular file with a single link is read (a symlink, a hard link to a file
+// elsewhere, a FIFO or a directory is a corrupt checkpoint).
 type Local struct {
 	dir string
 	now func() time.Time
@@ -25,7 +31,9 @@ type Local struct {
 
 var _ Store = (*Local)(nil)
 
-// NewLocal creates dir if needed and returns a store rooted there.
+// NewLocal creates dir if needed and returns a store rooted there. dir is
+// the operator's choice; it is resolved once, so a symlink in its path is
+// followed here and never again.
 func NewLocal(dir string) (*Local, error) {
 	if dir == "" {
 		return nil, errors.New("checkpoint dir: empty path")
@@ -35,6 +43,9 @@ func NewLocal(dir string) (*Local, error) {
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
+		return nil, fmt.Errorf("checkpoint dir: %w", err)
+	}
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
 		return nil, fmt.Errorf("checkpoint dir: %w", err)
 	}
 	return &Local{dir: abs, now: time.Now}, nil
@@ -51,12 +62,12 @@ func (l *Local) paths(id exechost.CheckpointID) (content, manifest string, err e
 }
 
 // Put implements Store.
-func (l *Local) Put(ctx context.Context, m Manifest, content io.Reader) (Manifest, error) {
+func (l *Local) Put(ctx context.Context, m Manifest, content io.Reader, seal SealFunc) (Manifest, error) {
 	contentPath, manifestPath, err := l.paths(m.ID)
 	if err != nil {
 		return Manifest{}, err
 	}
-	if _, err := os.Stat(manifestPath); err == nil {
+	if _, err := os.Lstat(manifestPath); err == nil {
 		return Manifest{}, fmt.Errorf("put checkpoint %s: %w", m.ID, ErrExists)
 	}
 	hr := newHashingReader(ctx, content)
@@ -68,6 +79,12 @@ func (l *Local) Put(ctx context.Context, m Manifest, content io.Reader) (Manifes
 	m.SHA256 = hr.sum()
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = l.now().UTC()
+	}
+	if seal != nil {
+		if m, err = seal(m); err != nil {
+			_ = os.Remove(contentPath)
+			return Manifest{}, fmt.Errorf("put checkpoint %s: %w", m.ID, err)
+		}
 	}
 	b, err := EncodeManifest(m)
 	if err != nil {
@@ -87,12 +104,9 @@ func (l *Local) Stat(_ context.Context, id exechost.CheckpointID) (Manifest, err
 	if err != nil {
 		return Manifest{}, err
 	}
-	f, err := os.Open(manifestPath)
-	if errors.Is(err, fs.ErrNotExist) {
-		return Manifest{}, fmt.Errorf("checkpoint %s: %w", id, exechost.ErrNotFound)
-	}
+	f, err := openStored(manifestPath)
 	if err != nil {
-		return Manifest{}, fmt.Errorf("checkpoint %s: %w", id, err)
+		return Manifest{}, fmt.Errorf("checkpoint %s: manifest: %w", id, err)
 	}
 	defer f.Close()
 	m, err := DecodeManifest(f)
@@ -112,14 +126,47 @@ func (l *Local) Get(ctx context.Context, id exechost.CheckpointID) (Manifest, io
 		return Manifest{}, nil, err
 	}
 	contentPath, _, _ := l.paths(id)
-	f, err := os.Open(contentPath)
-	if errors.Is(err, fs.ErrNotExist) {
+	f, err := openStored(contentPath)
+	if errors.Is(err, exechost.ErrNotFound) {
 		return Manifest{}, nil, fmt.Errorf("checkpoint %s: content missing: %w", id, exechost.ErrCorruptCheckpoint)
 	}
 	if err != nil {
-		return Manifest{}, nil, fmt.Errorf("checkpoint %s: %w", id, err)
+		return Manifest{}, nil, fmt.Errorf("checkpoint %s: content: %w", id, err)
 	}
 	return m, &verifyingReader{hr: newHashingReader(ctx, f), closer: f, m: m}, nil
+}
+
+// openStored opens one file of the store for reading: never through a
+// symlink (O_NOFOLLOW), never a FIFO or device (O_NONBLOCK, then fstat),
+// only a regular file with one link. A missing file is ErrNotFound, a file
+// that is not a plain single-link file is ErrCorruptCheckpoint.
+func openStored(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, exechost.ErrNotFound
+	case errors.Is(err, syscall.ELOOP):
+		return nil, fmt.Errorf("%s is a symlink: %w", filepath.Base(p), exechost.ErrCorruptCheckpoint)
+	case err != nil:
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.Mode().IsRegular():
+		err = fmt.Errorf("%s is not a regular file (%s)", filepath.Base(p), fi.Mode().Type())
+	case !ok || st.Nlink != 1:
+		err = fmt.Errorf("%s has more than one link", filepath.Base(p))
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: %w", exechost.ErrCorruptCheckpoint, err)
+	}
+	return f, nil
 }
 
 // Delete implements Store. The manifest goes first so a half-deleted

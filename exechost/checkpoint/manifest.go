@@ -1,5 +1,8 @@
 // Package checkpoint stores workspace snapshots: a tar stream plus a
-// versioned manifest that is schema-checked on every read.
+// versioned manifest that is schema-checked on every read. Sealed, a Store
+// decorator, authenticates manifests with a worker Keyring (HMAC-SHA256), so
+// a writer to the storage alone cannot forge or edit one; the manifest in
+// turn carries the content's size and SHA-256, which every read verifies.
 package checkpoint
 
 import (
@@ -15,9 +18,14 @@ import (
 	"github.com/agentflow/agentflow/exechost"
 )
 
-// SchemaVersion is the manifest format this package writes. Readers refuse
-// any other version rather than guess at fields they do not know.
-const SchemaVersion = 1
+// SchemaVersion is the manifest format this package writes: schema 2 adds
+// key_id and mac (see Sealed). Readers refuse any version but this one and
+// LegacySchemaVersion rather than guess at fields they do not know; Sealed
+// refuses the legacy one too unless told otherwise.
+const SchemaVersion = 2
+
+// LegacySchemaVersion is the unsigned format of earlier workers.
+const LegacySchemaVersion = 1
 
 // maxManifestBytes bounds a manifest read from the store; a real one is a
 // few hundred bytes.
@@ -42,6 +50,10 @@ type Manifest struct {
 	SizeBytes     int64                   `json:"size_bytes"`
 	SHA256        string                  `json:"sha256"`
 	CreatedAt     time.Time               `json:"created_at"`
+	// KeyID names the Keyring key that computed MAC (schema 2).
+	KeyID string `json:"key_id,omitempty"`
+	// MAC is the hex HMAC-SHA256 of the manifest with MAC empty (schema 2).
+	MAC string `json:"mac,omitempty"`
 }
 
 // ValidID reports whether id is safe to use as a file or object name: no
@@ -56,7 +68,13 @@ func ValidID(id exechost.CheckpointID) error {
 // Validate checks every field a reader depends on.
 func (m *Manifest) Validate() error {
 	var errs []error
-	if m.SchemaVersion != SchemaVersion {
+	switch m.SchemaVersion {
+	case SchemaVersion:
+	case LegacySchemaVersion:
+		if m.KeyID != "" || m.MAC != "" {
+			errs = append(errs, errors.New("schema_version 1 has no key_id or mac"))
+		}
+	default:
 		errs = append(errs, fmt.Errorf("schema_version %d, want %d", m.SchemaVersion, SchemaVersion))
 	}
 	if !idPattern().MatchString(string(m.ID)) {

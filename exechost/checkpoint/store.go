@@ -15,13 +15,18 @@ import (
 // ErrExists is returned by Put when the checkpoint ID is already stored.
 var ErrExists = errors.New("checkpoint already exists")
 
+// SealFunc finishes a manifest once its content is durable and SizeBytes
+// and SHA256 are set; the store records what it returns (Sealed signs here).
+type SealFunc func(Manifest) (Manifest, error)
+
 // Store keeps checkpoints by ID. Implementations are safe for concurrent use.
 type Store interface {
 	// Put streams content into a new checkpoint described by m. It computes
-	// SizeBytes and SHA256 while writing and records the manifest only once
-	// the content is durable, so a failed or canceled Put leaves nothing
-	// visible. An ID that is already stored returns ErrExists.
-	Put(ctx context.Context, m Manifest, content io.Reader) (Manifest, error)
+	// SizeBytes and SHA256 while writing, then passes the manifest through
+	// seal (when not nil), and records the result only once the content is
+	// durable, so a failed or canceled Put leaves nothing visible. An ID
+	// that is already stored returns ErrExists.
+	Put(ctx context.Context, m Manifest, content io.Reader, seal SealFunc) (Manifest, error)
 	// Get returns the manifest and the content. The reader verifies size and
 	// SHA256 as it goes and fails with ErrCorruptCheckpoint at the end if they
 	// do not match. Unknown IDs return ErrNotFound.

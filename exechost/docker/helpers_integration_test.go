@@ -82,8 +82,11 @@ func imageID(t *testing.T, c *client.Client, tag string) string {
 type env struct {
 	c     *client.Client
 	host  *docker.Host
-	store *checkpoint.Local
-	base  string
+	store *checkpoint.Local // the files, for tests that tamper with them
+	// sealed is the store the host uses: store behind signed manifests.
+	sealed *checkpoint.Sealed
+	keys   *checkpoint.Keyring
+	base   string
 }
 
 func setup(t *testing.T) *env {
@@ -91,9 +94,19 @@ func setup(t *testing.T) *env {
 	c := dockerClient(t)
 	store, err := checkpoint.NewLocal(t.TempDir())
 	require.NoError(t, err)
-	h, err := docker.New(docker.Options{Client: c, Store: store, KillGrace: time.Second})
+	keys, _, err := checkpoint.LoadOrCreateLocalKeyring(t.TempDir())
 	require.NoError(t, err)
-	return &env{c: c, host: h, store: store, base: imageID(t, c, baseTag)}
+	sealed, err := checkpoint.NewSealed(store, keys, checkpoint.SealedOptions{})
+	require.NoError(t, err)
+	h, err := docker.New(docker.Options{Client: c, Store: sealed, KillGrace: time.Second})
+	require.NoError(t, err)
+	return &env{c: c, host: h, store: store, sealed: sealed, keys: keys, base: imageID(t, c, baseTag)}
+}
+
+// restoreReq is a Restore of ck with the test's own image and limits.
+func (e *env) restoreReq(ck exechost.CheckpointID, id exechost.ExecutionID) exechost.RestoreRequest {
+	r := limits()
+	return exechost.RestoreRequest{CheckpointID: ck, ExecutionID: id, Image: e.base, Resources: &r, Labels: testLabels}
 }
 
 func limits() exechost.ResourceLimits {

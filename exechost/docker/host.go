@@ -288,7 +288,8 @@ func (h *Host) provision(ctx context.Context, e *execution, req exechost.Provisi
 			switch {
 			case req.Workspace.Git != nil && errors.Is(err, workspace.ErrUnsafeEntry):
 				err = &exechost.PolicyError{Field: "workspace.git", Reason: err.Error()}
-			case len(req.Workspace.Checkpoints) > 0 && (errors.Is(err, workspace.ErrUnsafeEntry) || errors.Is(err, workspace.ErrTooLarge)):
+			case len(req.Workspace.Checkpoints) > 0 && !errors.Is(err, exechost.ErrCorruptCheckpoint) &&
+				(errors.Is(err, workspace.ErrUnsafeEntry) || errors.Is(err, workspace.ErrTooLarge) || errors.Is(err, workspace.ErrMalformedArchive)):
 				err = fmt.Errorf("%w: %w", exechost.ErrCorruptCheckpoint, err)
 			}
 			return fail(err)

@@ -301,9 +301,9 @@ truncate -s 1000 d/sub/sparse 2>/dev/null || dd if=/dev/zero of=d/sub/sparse bs=
 	require.NoError(t, e.host.Terminate(t.Context(), x.ExecutionID))
 
 	restoredID := newID(t)
-	y, err := e.host.Restore(t.Context(), exechost.RestoreRequest{
-		CheckpointID: ck.CheckpointID, ExecutionID: restoredID, Image: other, Labels: testLabels,
-	})
+	rq := e.restoreReq(ck.CheckpointID, restoredID)
+	rq.Image = other
+	y, err := e.host.Restore(t.Context(), rq)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.host.Terminate(context.Background(), y.ExecutionID) })
 	require.Equal(t, other, y.ImageDigest)
@@ -328,7 +328,7 @@ echo dir=$(stat -c '%a' d)
 
 	// Tampered content is refused on restore.
 	require.NoError(t, os.WriteFile(filepath.Join(e.store.Dir(), string(ck.CheckpointID)+".tar"), []byte("garbage"), 0o600))
-	_, err = e.host.Restore(t.Context(), exechost.RestoreRequest{CheckpointID: ck.CheckpointID, ExecutionID: newID(t), Labels: testLabels})
+	_, err = e.host.Restore(t.Context(), e.restoreReq(ck.CheckpointID, newID(t)))
 	require.ErrorIs(t, err, exechost.ErrCorruptCheckpoint)
 }
 
@@ -375,8 +375,8 @@ func TestCheckpointRefusesHardLinksAndSparseBlowup(t *testing.T) {
 // harmless one, written straight into the store.
 func putHostile(t *testing.T, e *env, id exechost.CheckpointID, tarBytes []byte) {
 	t.Helper()
-	_, err := e.store.Put(t.Context(), checkpoint.Manifest{ID: id, ExecutionID: "hostile", ImageDigest: e.base, Resources: limits()},
-		bytes.NewReader(tarBytes))
+	_, err := e.sealed.Put(t.Context(), checkpoint.Manifest{ID: id, ExecutionID: "hostile", ImageDigest: e.base, Resources: limits()},
+		bytes.NewReader(tarBytes), nil)
 	require.NoError(t, err)
 }
 
@@ -457,7 +457,7 @@ func TestExecAndCheckpointSerialize(t *testing.T) {
 	require.NotNil(t, ck)
 
 	// The checkpoint saw the exec's final state, never the middle.
-	y, err := e.host.Restore(t.Context(), exechost.RestoreRequest{CheckpointID: ck.CheckpointID, ExecutionID: newID(t), Labels: testLabels})
+	y, err := e.host.Restore(t.Context(), e.restoreReq(ck.CheckpointID, newID(t)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.host.Terminate(context.Background(), y.ExecutionID) })
 	require.Equal(t, "start\nend\n", string(e.sh(t, y.ExecutionID, "cat log").Stdout))
@@ -476,7 +476,7 @@ func TestRetriedProvisionReplacesLeftover(t *testing.T) {
 
 	// A new host (as after a worker restart) replaces the leftover instead
 	// of duplicating it.
-	h2, err := docker.New(docker.Options{Client: e.c, Store: e.store, Owner: "other-worker:1:1"})
+	h2, err := docker.New(docker.Options{Client: e.c, Store: e.sealed, Owner: "other-worker:1:1"})
 	require.NoError(t, err)
 	_, err = h2.Provision(t.Context(), req)
 	require.NoError(t, err)

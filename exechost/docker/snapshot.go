@@ -33,7 +33,7 @@ func (h *Host) Checkpoint(ctx context.Context, id exechost.ExecutionID, req exec
 	go func() {
 		m, err := h.store.Put(ctx, checkpoint.Manifest{
 			ID: ckID, ExecutionID: id, ImageDigest: e.imageID, Resources: e.resources, Reason: req.Reason,
-		}, pr)
+		}, pr, nil)
 		pr.CloseWithError(err) // a failed store stops the export instead of blocking it
 		putDone <- putResult{m, err}
 	}()
@@ -52,6 +52,12 @@ func (h *Host) Checkpoint(ctx context.Context, id exechost.ExecutionID, req exec
 			h.lost(e)
 			return nil, fmt.Errorf("checkpoint %s: %w: %w", id, exechost.ErrTerminated, expErr)
 		}
+		if errors.Is(expErr, workspace.ErrUnsafeEntry) {
+			// The tool made an entry no checkpoint may hold (an escaping
+			// symlink, a hard link, a device): its doing, never retried.
+			return nil, fmt.Errorf("checkpoint %s: %w: %w", id,
+				&exechost.PolicyError{Field: "checkpoint.workspace", Reason: "workspace entry refused"}, expErr)
+		}
 		if errors.Is(expErr, workspace.ErrSecretName) {
 			return nil, fmt.Errorf("checkpoint %s: %w: %w", id,
 				&exechost.PolicyError{Field: exechost.PolicyFieldRedact, Reason: "workspace entry refused"}, expErr)
@@ -66,29 +72,19 @@ func (h *Host) Checkpoint(ctx context.Context, id exechost.ExecutionID, req exec
 }
 
 // Restore implements exechost.ExecutionHost: a Provision, fully validated,
-// whose workspace is the checkpoint.
+// whose workspace is the checkpoint. Image and resources come only from the
+// request: a manifest is data from storage, and even an authentic one only
+// says what the checkpoint was made with, not what this step may use.
 func (h *Host) Restore(ctx context.Context, req exechost.RestoreRequest) (*exechost.Execution, error) {
-	m, err := h.store.Stat(ctx, req.CheckpointID)
+	if _, err := h.store.Stat(ctx, req.CheckpointID); err != nil {
+		return nil, fmt.Errorf("restore %s: %w", req.CheckpointID, err)
+	}
+	p, err := exechost.RestoreProvision(req)
 	if err != nil {
 		return nil, fmt.Errorf("restore %s: %w", req.CheckpointID, err)
 	}
-	p := exechost.ProvisionRequest{
-		ExecutionID: req.ExecutionID,
-		Image:       req.Image,
-		Resources:   m.Resources,
-		Network:     exechost.NetworkNone,
-		Env:         req.Env,
-		Labels:      req.Labels,
-		Workspace:   exechost.Workspace{Checkpoints: []exechost.CheckpointID{req.CheckpointID}},
-	}
 	if p.ExecutionID == "" {
 		p.ExecutionID = exechost.ExecutionID("restore-" + randomHex(12))
-	}
-	if p.Image == "" {
-		p.Image = m.ImageDigest
-	}
-	if req.Resources != nil {
-		p.Resources = *req.Resources
 	}
 	return h.Provision(ctx, p)
 }

@@ -85,21 +85,26 @@ func (s *suite) restore(t *testing.T) {
 	require.NoError(t, s.h.Host.Terminate(t.Context(), x.ExecutionID))
 
 	id := s.newID(t)
-	y, err := s.h.Host.Restore(t.Context(), exechost.RestoreRequest{CheckpointID: ck.CheckpointID, ExecutionID: id, Labels: s.h.Labels})
+	y, err := s.h.Host.Restore(t.Context(), s.restoreReq(ck.CheckpointID, id))
 	require.NoError(t, err)
 	s.cleanup(t, y.ExecutionID)
 	require.Equal(t, id, y.ExecutionID)
-	require.Equal(t, ck.ImageDigest, y.ImageDigest, "the image defaults to the checkpoint's")
+	require.Equal(t, ck.ImageDigest, y.ImageDigest)
 	require.Equal(t, `{"n":1}`, s.run(t, id, Cmd.Cat("state.json")))
 	s.run(t, id, Cmd.Write("state.json", `{"n":2}`))
 
 	// Restore re-runs the whole Provision validation.
 	bad := s.h.Resources
 	bad.Pids = 0
+	res := s.h.Resources
 	for name, req := range map[string]exechost.RestoreRequest{
-		"missing limit": {CheckpointID: ck.CheckpointID, ExecutionID: s.newID(t), Labels: s.h.Labels, Resources: &bad},
-		"secret env":    {CheckpointID: ck.CheckpointID, ExecutionID: s.newID(t), Labels: s.h.Labels, Env: map[string]string{"SLACK_TOKEN": "x"}},
-		"unpinned":      {CheckpointID: ck.CheckpointID, ExecutionID: s.newID(t), Labels: s.h.Labels, Image: "busybox:latest"},
+		"missing limit": {CheckpointID: ck.CheckpointID, ExecutionID: s.newID(t), Labels: s.h.Labels, Image: s.h.Image, Resources: &bad},
+		"secret env": {CheckpointID: ck.CheckpointID, ExecutionID: s.newID(t), Labels: s.h.Labels, Image: s.h.Image, Resources: &res,
+			Env: map[string]string{"SLACK_TOKEN": "x"}},
+		"unpinned": {CheckpointID: ck.CheckpointID, ExecutionID: s.newID(t), Labels: s.h.Labels, Image: "busybox:latest", Resources: &res},
+		// A manifest's image and resources are never used.
+		"no image":     {CheckpointID: ck.CheckpointID, ExecutionID: s.newID(t), Labels: s.h.Labels, Resources: &res},
+		"no resources": {CheckpointID: ck.CheckpointID, ExecutionID: s.newID(t), Labels: s.h.Labels, Image: s.h.Image},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := s.h.Host.Restore(t.Context(), req)
@@ -107,6 +112,50 @@ func (s *suite) restore(t *testing.T) {
 			require.False(t, s.exists(t, req.ExecutionID))
 		})
 	}
+}
+
+// restoreReq restores ck with the suite's own image and resources.
+func (s *suite) restoreReq(ck exechost.CheckpointID, id exechost.ExecutionID) exechost.RestoreRequest {
+	r := s.h.Resources
+	return exechost.RestoreRequest{CheckpointID: ck, ExecutionID: id, Image: s.h.Image, Resources: &r, Labels: s.h.Labels}
+}
+
+// tampered: a checkpoint whose stored content changed after it was taken
+// seeds nothing, through Provision or Restore, and leaves no sandbox.
+func (s *suite) tampered(t *testing.T) {
+	if s.h.TamperCheckpoint == nil {
+		t.Skip("the harness cannot tamper with stored checkpoints")
+	}
+	x := s.provision(t, nil)
+	s.run(t, x.ExecutionID, Cmd.Write("data.txt", strings.Repeat("0123456789", 1000)))
+	good, err := s.h.Host.Checkpoint(t.Context(), x.ExecutionID, exechost.CheckpointRequest{})
+	require.NoError(t, err)
+	bad, err := s.h.Host.Checkpoint(t.Context(), x.ExecutionID, exechost.CheckpointRequest{})
+	require.NoError(t, err)
+	require.NoError(t, s.h.TamperCheckpoint(t.Context(), bad.CheckpointID))
+
+	req := s.request(t)
+	req.Workspace.Checkpoints = []exechost.CheckpointID{bad.CheckpointID}
+	_, err = s.h.Host.Provision(t.Context(), req)
+	require.ErrorIs(t, err, exechost.ErrCorruptCheckpoint)
+	require.False(t, s.exists(t, req.ExecutionID), "a sandbox fed a tampered checkpoint is removed")
+
+	req = s.request(t)
+	req.Workspace.Checkpoints = []exechost.CheckpointID{good.CheckpointID, bad.CheckpointID}
+	_, err = s.h.Host.Provision(t.Context(), req)
+	require.ErrorIs(t, err, exechost.ErrCorruptCheckpoint, "a tampered later layer spoils the whole workspace")
+	require.False(t, s.exists(t, req.ExecutionID))
+
+	id := s.newID(t)
+	_, err = s.h.Host.Restore(t.Context(), s.restoreReq(bad.CheckpointID, id))
+	require.ErrorIs(t, err, exechost.ErrCorruptCheckpoint)
+	require.False(t, s.exists(t, id))
+
+	// The untouched checkpoint still restores.
+	y, err := s.h.Host.Restore(t.Context(), s.restoreReq(good.CheckpointID, s.newID(t)))
+	require.NoError(t, err)
+	s.cleanup(t, y.ExecutionID)
+	require.Equal(t, strings.Repeat("0123456789", 1000), s.run(t, y.ExecutionID, Cmd.Cat("data.txt")))
 }
 
 func (s *suite) serialize(t *testing.T) {
@@ -191,7 +240,7 @@ func (s *suite) secrets(t *testing.T) {
 	}
 
 	id := s.newID(t)
-	y, err := s.h.Host.Restore(t.Context(), exechost.RestoreRequest{CheckpointID: ck.CheckpointID, ExecutionID: id, Labels: s.h.Labels})
+	y, err := s.h.Host.Restore(t.Context(), s.restoreReq(ck.CheckpointID, id))
 	require.NoError(t, err)
 	s.cleanup(t, y.ExecutionID)
 	require.Equal(t, "done", s.run(t, id, Cmd.Cat("out.txt")))
@@ -242,7 +291,7 @@ func (s *suite) redact(t *testing.T) {
 	}
 
 	id := s.newID(t)
-	y, err := s.h.Host.Restore(t.Context(), exechost.RestoreRequest{CheckpointID: ck.CheckpointID, ExecutionID: id, Labels: s.h.Labels})
+	y, err := s.h.Host.Restore(t.Context(), s.restoreReq(ck.CheckpointID, id))
 	require.NoError(t, err)
 	s.cleanup(t, y.ExecutionID)
 	require.Equal(t, "before "+stars(secret)+" after "+stars(other), s.run(t, id, Cmd.Cat("note.txt")))

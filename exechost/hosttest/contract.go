@@ -46,6 +46,10 @@ type Harness struct {
 	// CheckpointContent returns a checkpoint's stored bytes, which must not
 	// contain a secret. Optional: nil skips that one assertion.
 	CheckpointContent func(ctx context.Context, id exechost.CheckpointID) ([]byte, error)
+	// TamperCheckpoint changes one byte of a checkpoint's stored content
+	// behind the host's back (as a writer to the store could), keeping its
+	// length. Optional: nil skips TamperedCheckpointIsRefused.
+	TamperCheckpoint func(ctx context.Context, id exechost.CheckpointID) error
 	// UnknownImage is a pinned reference that does not exist (default
 	// sha256:000…0).
 	UnknownImage string
@@ -111,6 +115,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("CheckpointSeedsProvision", s.checkpointSeeds)
 	t.Run("LayeredCheckpointsLaterWins", s.layered)
 	t.Run("RestoreRoundTrip", s.restore)
+	t.Run("TamperedCheckpointIsRefused", s.tampered)
 	t.Run("ExecAndCheckpointSerialize", s.serialize)
 	t.Run("ExecsOnDifferentSandboxesAreIndependent", s.independent)
 	t.Run("SecretsReachProcessNotCheckpoint", s.secrets)

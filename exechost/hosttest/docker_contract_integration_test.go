@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -78,7 +79,11 @@ func TestDockerHostContract(t *testing.T) {
 	require.NoError(t, err)
 	store, err := checkpoint.NewLocal(t.TempDir())
 	require.NoError(t, err)
-	host, err := docker.New(docker.Options{Client: c, Store: store, KillGrace: time.Second})
+	keys, _, err := checkpoint.LoadOrCreateLocalKeyring(t.TempDir())
+	require.NoError(t, err)
+	sealed, err := checkpoint.NewSealed(store, keys, checkpoint.SealedOptions{})
+	require.NoError(t, err)
+	host, err := docker.New(docker.Options{Client: c, Store: sealed, KillGrace: time.Second})
 	require.NoError(t, err)
 
 	// containerOf finds id's sandbox behind the host's back, by the label
@@ -114,8 +119,17 @@ func TestDockerHostContract(t *testing.T) {
 			list, err := containers(ctx, id)
 			return len(list) > 0, err
 		},
+		TamperCheckpoint: func(_ context.Context, id exechost.CheckpointID) error {
+			p := filepath.Join(store.Dir(), string(id)+".tar")
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			b[len(b)/2] ^= 1
+			return os.WriteFile(p, b, 0o600)
+		},
 		CheckpointContent: func(ctx context.Context, id exechost.CheckpointID) ([]byte, error) {
-			_, rc, err := store.Get(ctx, id)
+			_, rc, err := sealed.Get(ctx, id)
 			if err != nil {
 				return nil, err
 			}

@@ -156,6 +156,13 @@ func (f *Fake) Provision(ctx context.Context, req exechost.ProvisionRequest) (*e
 				f.mu.Unlock()
 				return nil, fmt.Errorf("provision %s: checkpoint %s: %w", req.ExecutionID, id, exechost.ErrNotFound)
 			}
+			// Every byte is checked against what the checkpoint recorded,
+			// as the Docker host's store does (see TamperCheckpoint).
+			if size, sum := digestFiles(ck.files); size != ck.meta.SizeBytes || sum != ck.meta.SHA256 {
+				f.mu.Unlock()
+				return nil, fmt.Errorf("provision %s: checkpoint %s: content does not match its digest: %w",
+					req.ExecutionID, id, exechost.ErrCorruptCheckpoint)
+			}
 			layer(files, ck.files)
 		}
 		f.mu.Unlock()
@@ -349,43 +356,36 @@ func (f *Fake) Checkpoint(ctx context.Context, id exechost.ExecutionID, req exec
 
 // Restore implements exechost.ExecutionHost exactly as the Docker host
 // does: a fully validated Provision whose workspace is the checkpoint, with
-// image and resources defaulting to the checkpoint's.
+// the request's own image and resources (never the checkpoint's).
 func (f *Fake) Restore(ctx context.Context, req exechost.RestoreRequest) (*exechost.Execution, error) {
 	f.mu.Lock()
-	ck, ok := f.checkpoints[req.CheckpointID]
+	_, ok := f.checkpoints[req.CheckpointID]
 	f.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("restore %s: %w", req.CheckpointID, exechost.ErrNotFound)
 	}
-	p := exechost.ProvisionRequest{
-		ExecutionID: req.ExecutionID,
-		Image:       req.Image,
-		Resources:   ck.res,
-		Network:     exechost.NetworkNone,
-		Env:         req.Env,
-		Labels:      req.Labels,
-		Workspace:   exechost.Workspace{Checkpoints: []exechost.CheckpointID{req.CheckpointID}},
+	p, err := exechost.RestoreProvision(req)
+	if err != nil {
+		return nil, fmt.Errorf("restore %s: %w", req.CheckpointID, err)
 	}
 	if p.ExecutionID == "" {
 		p.ExecutionID = exechost.ExecutionID("restore-" + randomHex(12))
 	}
-	if p.Image == "" {
-		p.Image = ck.meta.ImageDigest
-		if f.images != nil && !f.images[p.Image] {
-			// The Docker host resolves its image ID directly; the Fake
-			// knows images by reference, so find the one with this digest.
-			for im := range f.images {
-				if imageDigest(im) == p.Image {
-					p.Image = im
-					break
-				}
-			}
-		}
-	}
-	if req.Resources != nil {
-		p.Resources = *req.Resources
-	}
 	return f.Provision(ctx, p)
+}
+
+// TamperCheckpoint changes a stored checkpoint's files behind the Fake's
+// back, as a writer to a checkpoint store could; the recorded digest is
+// left alone, so the next Provision from it must fail.
+func (f *Fake) TamperCheckpoint(id exechost.CheckpointID, tamper func(files map[string]File)) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ck, ok := f.checkpoints[id]
+	if !ok {
+		return fmt.Errorf("checkpoint %s: %w", id, exechost.ErrNotFound)
+	}
+	tamper(ck.files)
+	return nil
 }
 
 // Stats returns the counters.

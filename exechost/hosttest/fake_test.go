@@ -50,6 +50,15 @@ func fakeHarness(f *hosttest.Fake) hosttest.Harness {
 			files, err := f.CheckpointFiles(id)
 			return hosttest.Encode(files), err
 		},
+		TamperCheckpoint: func(_ context.Context, id exechost.CheckpointID) error {
+			return f.TamperCheckpoint(id, func(files map[string]hosttest.File) {
+				for p, fl := range files {
+					fl.Data[len(fl.Data)/2] ^= 1
+					files[p] = fl
+					return
+				}
+			})
+		},
 	}
 }
 

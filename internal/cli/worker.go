@@ -24,12 +24,15 @@ type workerFlags struct {
 	WebhookURLs        []string
 	MaxConcurrentSteps int
 	CheckpointDir      string
-	LogDir             string
-	VaultDir           string
-	LogLevel           string
-	LogFormat          string
-	SandboxLabels      []string
-	GPUPolicy          string
+	// CheckpointKeyFile and InsecureUnsignedCheckpoints: checkpoint manifest signing.
+	CheckpointKeyFile           string
+	InsecureUnsignedCheckpoints bool
+	LogDir                      string
+	VaultDir                    string
+	LogLevel                    string
+	LogFormat                   string
+	SandboxLabels               []string
+	GPUPolicy                   string
 }
 
 func (f *workerFlags) register(cmd *cobra.Command) {
@@ -40,6 +43,10 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.WebhookURLs, "webhook-url", nil, "POST a JSON event here when any run ends (repeatable)")
 	fl.IntVar(&f.MaxConcurrentSteps, "max-concurrent-steps", worker.DefaultMaxConcurrentSteps, "steps (sandboxes) this worker runs at once")
 	fl.StringVar(&f.CheckpointDir, "checkpoint-dir", worker.DefaultCheckpointDir, "local checkpoint store directory")
+	fl.StringVar(&f.CheckpointKeyFile, "checkpoint-key-file", "",
+		`file of checkpoint signing keys, one "<id> <base64 secret>" a line, the first signing (mode 0600; default: a key generated in the worker's data dir, for a worker whose checkpoints no other worker reads)`)
+	fl.BoolVar(&f.InsecureUnsignedCheckpoints, "insecure-unsigned-checkpoints", false,
+		"also restore legacy unsigned (schema 1) checkpoints: anyone who can write the store can forge those")
 	fl.StringVar(&f.LogDir, "log-dir", envOr("AGENTFLOW_LOG_DIR", worker.DefaultLogDir), "local step log directory, read by agentctl logs (env AGENTFLOW_LOG_DIR)")
 	fl.StringVar(&f.VaultDir, "vault-dir", os.Getenv("AGENTFLOW_VAULT_DIR"), "development Vault: vault://a/b/key reads <dir>/a/b/key (env AGENTFLOW_VAULT_DIR)")
 	fl.StringArrayVar(&f.SandboxLabels, "sandbox-label", nil, "KEY=VALUE label added to every sandbox (repeatable)")
@@ -70,19 +77,21 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		labels[k] = v
 	}
 	return worker.Config{
-		Address:            opts.Address,
-		Namespace:          opts.Namespace,
-		TaskQueue:          f.TaskQueue,
-		HealthAddr:         f.HealthAddr,
-		MetricsAddr:        f.MetricsAddr,
-		WebhookURLs:        f.WebhookURLs,
-		MaxConcurrentSteps: f.MaxConcurrentSteps,
-		CheckpointDir:      f.CheckpointDir,
-		LogDir:             f.LogDir,
-		VaultDir:           f.VaultDir,
-		Logger:             logger,
-		SandboxLabels:      labels,
-		GPUPolicy:          gpuPolicy,
+		Address:                     opts.Address,
+		Namespace:                   opts.Namespace,
+		TaskQueue:                   f.TaskQueue,
+		HealthAddr:                  f.HealthAddr,
+		MetricsAddr:                 f.MetricsAddr,
+		WebhookURLs:                 f.WebhookURLs,
+		MaxConcurrentSteps:          f.MaxConcurrentSteps,
+		CheckpointDir:               f.CheckpointDir,
+		CheckpointKeyFile:           f.CheckpointKeyFile,
+		InsecureUnsignedCheckpoints: f.InsecureUnsignedCheckpoints,
+		LogDir:                      f.LogDir,
+		VaultDir:                    f.VaultDir,
+		Logger:                      logger,
+		SandboxLabels:               labels,
+		GPUPolicy:                   gpuPolicy,
 	}, nil
 }
 

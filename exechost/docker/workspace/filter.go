@@ -17,6 +17,8 @@ import (
 	"path"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentflow/agentflow/exechost"
 )
 
 // ErrUnsafeEntry matches every entry the filter refuses.
@@ -62,8 +64,9 @@ func (l Limits) MaxStreamBytes() int64 {
 // of one workspace in order, so it knows every symlink already placed and can
 // refuse an entry that would be written through one (also across layers).
 //
-// Allowed: regular files, directories, symlinks whose target stays inside
-// the workspace. Refused: absolute names, ".." components, names through a
+// Allowed: regular files, directories, symlinks that obey
+// exechost.CheckSymlink (so chains of links stay inside too). Refused: a
+// malformed stream (ErrMalformedArchive), a name twice in one layer, absolute names, ".." components, names through a
 // symlink, symlinks that point out (or absolute), hard links, devices, FIFOs,
 // sparse files and unknown types. Ownership is dropped and modes are reduced
 // to permission bits (no setuid/setgid/sticky); directories keep u+rwx so
@@ -129,16 +132,24 @@ func (f *Filter) Entries() int { return f.entries }
 // stream is bounded by Limits.MaxStreamBytes. The first refused entry stops
 // the copy with an error matching ErrUnsafeEntry or ErrTooLarge.
 func (f *Filter) Copy(dst *tar.Writer, src io.Reader) error {
-	tr := tar.NewReader(NewBoundedReader(src, f.limits.MaxStreamBytes()))
+	as := &archiveSource{r: NewBoundedReader(src, f.limits.MaxStreamBytes())}
+	tr := tar.NewReader(as)
+	seen := map[string]bool{} // names of this layer: a repeated one is malformed
 	for {
+		// Whatever archive/tar would skip is read here, so the position
+		// before Next is the end of the last entry's content.
+		if _, err := io.Copy(io.Discard, tr); err != nil {
+			return as.fail(err)
+		}
+		at := as.n
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return as.finish(at)
 		}
 		if err != nil {
-			return fmt.Errorf("read tar: %w", err)
+			return fmt.Errorf("read tar: %w", as.fail(err))
 		}
-		out, err := f.check(hdr)
+		out, err := f.check(hdr, seen)
 		if errors.Is(err, ErrSecretName) {
 			return f.drain(tr, err)
 		}
@@ -152,11 +163,29 @@ func (f *Filter) Copy(dst *tar.Writer, src io.Reader) error {
 			return fmt.Errorf("write tar header %q: %w", out.Name, err)
 		}
 		if out.Typeflag == tar.TypeReg {
-			if err := f.copyContent(dst, tr, out.Size); err != nil {
+			w := &recordingWriter{w: dst}
+			if err := f.copyContent(w, tr, out.Size); err != nil {
+				if w.err == nil { // the source broke, not the destination
+					err = as.fail(err)
+				}
 				return fmt.Errorf("copy %q: %w", out.Name, err)
 			}
 		}
 	}
+}
+
+// recordingWriter remembers whether the destination failed.
+type recordingWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (r *recordingWriter) Write(p []byte) (int, error) {
+	n, err := r.w.Write(p)
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+	return n, err
 }
 
 // copyContent copies one entry's content, redacted when values are set.
@@ -190,7 +219,7 @@ func (f *Filter) drain(tr *tar.Reader, refusal error) error {
 
 // check validates one header and returns the normalised header to write,
 // or nil for entries that are skipped (the root directory, pax globals).
-func (f *Filter) check(hdr *tar.Header) (*tar.Header, error) {
+func (f *Filter) check(hdr *tar.Header, seen map[string]bool) (*tar.Header, error) {
 	raw := hdr.Name
 	refuse := func(format string, args ...any) (*tar.Header, error) {
 		return nil, &EntryError{Name: raw, Reason: fmt.Sprintf(format, args...)}
@@ -218,6 +247,15 @@ func (f *Filter) check(hdr *tar.Header) (*tar.Header, error) {
 			return refuse("workspace root must be a directory")
 		}
 		return nil, nil // /workspace itself keeps the mode the tmpfs gave it
+	}
+	if seen[name] {
+		return refuse("duplicate entry")
+	}
+	seen[name] = true
+	for k := range hdr.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return refuse("sparse file")
+		}
 	}
 	// Refuse writing through a symlink placed earlier (in this or an
 	// earlier layer): tar would follow it.
@@ -249,7 +287,7 @@ func (f *Filter) check(hdr *tar.Header) (*tar.Header, error) {
 		}
 		out.Typeflag, out.Name, out.Mode = tar.TypeDir, name+"/", out.Mode|0o700
 	case tar.TypeSymlink:
-		if err := checkLinkTarget(name, hdr.Linkname); err != nil {
+		if err := exechost.CheckSymlink(name, hdr.Linkname); err != nil {
 			return refuse("%v", err)
 		}
 		out.Typeflag, out.Linkname, out.Mode = tar.TypeSymlink, hdr.Linkname, 0o777
@@ -294,28 +332,6 @@ func cleanName(raw string) (string, error) {
 		}
 	}
 	return path.Clean(raw), nil
-}
-
-// checkLinkTarget accepts a symlink only if its target, resolved lexically
-// from the link's directory, stays inside the workspace. Because the filter
-// also refuses names through symlinks and path.Clean leaves ".." only as a
-// leading prefix, lexical resolution matches what the kernel resolves.
-func checkLinkTarget(name, target string) error {
-	switch {
-	case target == "":
-		return errors.New("symlink with empty target")
-	case strings.IndexByte(target, 0) >= 0 || !utf8.ValidString(target):
-		return errors.New("symlink target not UTF-8 or contains NUL")
-	case len(target) > maxNameBytes:
-		return errors.New("symlink target too long")
-	case path.IsAbs(target):
-		return fmt.Errorf("symlink to absolute path %q", target)
-	}
-	resolved := path.Join(path.Dir(name), target)
-	if resolved == ".." || strings.HasPrefix(resolved, "../") {
-		return fmt.Errorf("symlink %q points outside the workspace", target)
-	}
-	return nil
 }
 
 // BoundedReader reads at most n bytes and then fails with ErrTooLarge

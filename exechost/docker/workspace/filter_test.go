@@ -8,7 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"errors"
+
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentflow/agentflow/exechost/docker/workspace/tartest"
 )
 
 type entry struct {
@@ -126,7 +130,7 @@ func TestFilterRefusesHostileEntries(t *testing.T) {
 		{name: "symlink absolute", layers: [][]byte{makeTar(t, entry{name: "l", typ: tar.TypeSymlink, link: "/etc"})}, reason: "absolute"},
 		{name: "symlink up", layers: [][]byte{makeTar(t, entry{name: "a/l", typ: tar.TypeSymlink, link: "../../etc"})}, reason: "outside"},
 		{name: "symlink parent", layers: [][]byte{makeTar(t, entry{name: "l", typ: tar.TypeSymlink, link: ".."})}, reason: "outside"},
-		{name: "symlink disguised", layers: [][]byte{makeTar(t, entry{name: "l", typ: tar.TypeSymlink, link: "a/../../x"})}, reason: "outside"},
+		{name: "symlink disguised", layers: [][]byte{makeTar(t, entry{name: "l", typ: tar.TypeSymlink, link: "a/../../x"})}, reason: "after a name"},
 		{name: "write through symlink", layers: [][]byte{makeTar(t,
 			entry{name: "d", typ: tar.TypeDir, mode: 0o755},
 			entry{name: "l", typ: tar.TypeSymlink, link: "d"},
@@ -229,26 +233,63 @@ func TestBoundedReader(t *testing.T) {
 	require.ErrorIs(t, err, ErrTooLarge)
 }
 
-func TestCheckLinkTarget(t *testing.T) {
+func TestFilterRefusesSymlinkChains(t *testing.T) {
 	tests := []struct {
-		name, target string
-		ok           bool
+		name    string
+		entries []entry
 	}{
-		{"a/b/l", "../../x", true},
-		{"a/b/l", "../../../x", false},
-		{"l", "./x/../y", true},
-		{"l", "x/../..", false},
-		{"a/l", "../a/../..", false},
-		{"node_modules/.bin/tool", "../tool/bin/cli.js", true},
-		{"l", "/abs", false},
-		{"l", "", false},
+		{"b -> . then d -> b/..", []entry{{name: "b", typ: tar.TypeSymlink, link: "."}, {name: "d", typ: tar.TypeSymlink, link: "b/.."}}},
+		{"deep chain", []entry{{name: "a", typ: tar.TypeDir}, {name: "a/b", typ: tar.TypeSymlink, link: "."},
+			{name: "a/d", typ: tar.TypeSymlink, link: "b/b/b/../.."}}},
+		{"dot dot after a name", []entry{{name: "x/l", typ: tar.TypeSymlink, link: "./y/../.."}}},
 	}
 	for _, tt := range tests {
-		err := checkLinkTarget(tt.name, tt.target)
-		if tt.ok {
-			require.NoError(t, err, "%s -> %s", tt.name, tt.target)
-		} else {
-			require.Error(t, err, "%s -> %s", tt.name, tt.target)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			f := NewFilter(Limits{MaxBytes: 1 << 20, MaxEntries: 100})
+			var out bytes.Buffer
+			err := f.Copy(tar.NewWriter(&out), bytes.NewReader(makeTar(t, tt.entries...)))
+			require.ErrorIs(t, err, ErrUnsafeEntry)
+		})
+	}
+	// Leading .. within the link's depth stays allowed (node_modules/.bin).
+	f := NewFilter(Limits{MaxBytes: 1 << 20, MaxEntries: 100})
+	require.NoError(t, f.Copy(tar.NewWriter(io.Discard), bytes.NewReader(makeTar(t,
+		entry{name: "node_modules/.bin/tool", typ: tar.TypeSymlink, link: "../tool/bin/cli.js"}))))
+}
+
+func TestFilterRefusesMalformedArchives(t *testing.T) {
+	for name, stream := range tartest.Malformed() {
+		t.Run(name, func(t *testing.T) {
+			f := NewFilter(Limits{MaxBytes: 4 << 20, MaxEntries: 100})
+			err := f.Copy(tar.NewWriter(io.Discard), bytes.NewReader(stream))
+			require.Error(t, err)
+			t.Log(name, ": ", err)
+			require.True(t, errors.Is(err, ErrMalformedArchive) || errors.Is(err, ErrUnsafeEntry) || errors.Is(err, ErrTooLarge),
+				"untyped refusal: %v", err)
+		})
+	}
+}
+
+func TestFilterAcceptsRecordPadding(t *testing.T) {
+	good := tartest.Good()
+	for _, extra := range []int{0, 512, 10240 - len(good)} {
+		stream := append(bytes.Clone(good), make([]byte, extra)...)
+		f := NewFilter(Limits{MaxBytes: 1 << 20, MaxEntries: 100})
+		require.NoError(t, f.Copy(tar.NewWriter(io.Discard), bytes.NewReader(stream)), "padding %d", extra)
+	}
+}
+
+type brokenSource struct{ err error }
+
+func (b brokenSource) Read([]byte) (int, error) { return 0, b.err }
+
+func TestFilterReportsSourceErrorsAsThemselves(t *testing.T) {
+	outage := errors.New("store unreachable")
+	good := tartest.Good()
+	for _, cut := range []int{0, 100, 512 + 2, len(good) - 10} {
+		f := NewFilter(Limits{MaxBytes: 1 << 20, MaxEntries: 100})
+		err := f.Copy(tar.NewWriter(io.Discard), io.MultiReader(bytes.NewReader(good[:cut]), brokenSource{outage}))
+		require.ErrorIs(t, err, outage, "cut at %d", cut)
+		require.NotErrorIs(t, err, ErrMalformedArchive, "cut at %d", cut)
 	}
 }

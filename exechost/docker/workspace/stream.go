@@ -47,7 +47,11 @@ type Result struct {
 }
 
 // Import unpacks the layers, in order, through one Filter into the
-// sandbox's /workspace. Nothing is extracted on the host.
+// sandbox's /workspace. Nothing is extracted on the host. Every layer is
+// read to its end (see Filter.Copy), so a verifying layer reader checks
+// every byte; Import returns nil only after the last layer passed, and the
+// caller must destroy the sandbox on any error, since its tar may already
+// have unpacked part of a layer.
 func Import(ctx context.Context, r Runner, containerID, user string, limits Limits, layers ...Opener) (Result, error) {
 	if len(layers) == 0 {
 		return Result{}, nil
@@ -75,6 +79,10 @@ func Import(ctx context.Context, r Runner, containerID, user string, limits Limi
 	prodErr := <-prodDone
 	out := Result{Bytes: f.Bytes(), Entries: f.Entries(), Destroyed: res.Destroyed, Names: f.Names()}
 	switch {
+	case prodErr != nil && errors.Is(prodErr, errImportEnded) && runErr == nil && res.ExitCode == 0:
+		// tar finished before every layer was read to its end, so not
+		// every byte was verified: never a usable workspace.
+		return out, fmt.Errorf("import workspace: tar ended before the layers were verified: %w", ErrMalformedArchive)
 	case prodErr != nil && !errors.Is(prodErr, errImportEnded):
 		if runErr != nil {
 			return out, fmt.Errorf("import workspace: %w (tar: %w)", prodErr, runErr)
