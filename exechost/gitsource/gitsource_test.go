@@ -240,6 +240,17 @@ func TestReplaceRefsAndGraftsIgnored(t *testing.T) {
 	files, err := export(t, im, r.dir, "main", 1<<20)
 	require.NoError(t, err)
 	require.Equal(t, "genuine\n", files["a.txt"].data)
+
+	// A graft that cuts history: plain git then has no main~1.
+	r.write("a.txt", "second\n", 0o644)
+	head := r.commit("two")
+	require.NoError(t, os.MkdirAll(filepath.Join(r.dir, ".git", "info"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(r.dir, ".git", "info", "grafts"), []byte(head+"\n"), 0o644))
+	require.Error(t, exec.Command("git", "-C", r.dir, "-c", "advice.graftFileDeprecated=false", "rev-parse", "--verify", "-q", "main~1").Run(),
+		"plain git honours the graft")
+	files, err = export(t, im, r.dir, "main~1", 1<<20)
+	require.NoError(t, err, "grafts ignored")
+	require.Equal(t, "genuine\n", files["a.txt"].data)
 }
 
 // TestPromisorRemoteNeverFetched: a partial-clone configuration whose
