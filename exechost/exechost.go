@@ -69,7 +69,9 @@ type NetworkMode string
 const NetworkNone NetworkMode = "none"
 
 // GitSource imports one revision of a local repository as the workspace,
-// via git archive: no worktree, no .git, no bind mount.
+// from its raw objects (package gitsource): no worktree, no .git, no bind
+// mount, nothing the repository configures. RepositoryPath must lie under a
+// root the worker operator configured (worker --git-root).
 type GitSource struct {
 	RepositoryPath string
 	Revision       string

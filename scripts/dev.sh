@@ -61,7 +61,10 @@ up() {
     echo "worker: starting, log $DATA/worker.log"
     # A laptop has no GPU: GPU steps (the daily-news seed asks for one) run
     # without it here. Production workers keep the default, require.
+    # Git workspaces come only from AGENTFLOW_GIT_ROOT (worker --git-root);
+    # unset, the dev worker refuses git imports.
     setsid "$AGENTCTL" worker --address "$TEMPORAL_ADDRESS" \
+      ${AGENTFLOW_GIT_ROOT:+--git-root "$AGENTFLOW_GIT_ROOT"} \
       --checkpoint-dir "$DATA/checkpoints" --log-dir "$DATA/logs" \
       --vault-dir "$DATA/vault" --gpu-policy "${AGENTFLOW_GPU_POLICY:-ignore}" \
       --health-addr 127.0.0.1:8080 --metrics-addr 127.0.0.1:9090 \

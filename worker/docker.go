@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentflow/agentflow/exechost/checkpoint"
 	"github.com/agentflow/agentflow/exechost/docker"
+	"github.com/agentflow/agentflow/exechost/gitsource"
 )
 
 // newDockerBackend connects to the local Docker daemon (DOCKER_HOST
@@ -35,11 +36,17 @@ func newDockerBackend(ctx context.Context, cfg Config) (*Backend, error) {
 	host, err := docker.New(docker.Options{
 		Client: dc,
 		Store:  store,
+		Git:    gitsource.Config{Roots: cfg.GitRoots},
 		Logger: cfg.Logger.With("component", "exechost"),
 	})
 	if err != nil {
 		dc.Close()
 		return nil, fmt.Errorf("docker host: %w", err)
+	}
+	if len(cfg.GitRoots) == 0 {
+		cfg.Logger.Info("git import disabled: no --git-root configured")
+	} else {
+		cfg.Logger.Info("git import enabled", "git_roots", cfg.GitRoots)
 	}
 	gpu, err := hasGPURuntime(ctx, dc)
 	if err != nil {

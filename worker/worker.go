@@ -74,6 +74,9 @@ type Config struct {
 	// host has no GPU runtime ("" = require: fail them, non-retryably;
 	// ignore: run them without a GPU).
 	GPUPolicy activities.GPUPolicy
+	// GitRoots are the directories git workspaces may come from (--git-root);
+	// none refuses every git import.
+	GitRoots []string
 
 	StopTimeout  time.Duration
 	ReapInterval time.Duration

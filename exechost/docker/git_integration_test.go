@@ -8,10 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentflow/agentflow/exechost"
+	"github.com/agentflow/agentflow/exechost/docker"
+	"github.com/agentflow/agentflow/exechost/gitsource"
 )
 
 func git(t *testing.T, dir string, args ...string) string {
@@ -24,9 +27,23 @@ func git(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-func TestGitImport(t *testing.T) {
+// gitEnv is setup's environment with a host whose only git root is root.
+func gitEnv(t *testing.T, root string) *env {
+	t.Helper()
 	e := setup(t)
-	repo := t.TempDir()
+	h, err := docker.New(docker.Options{Client: e.c, Store: e.store, KillGrace: time.Second,
+		Git: gitsource.Config{Roots: []string{root}}})
+	require.NoError(t, err)
+	e.host = h
+	return e
+}
+
+func TestGitImport(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	e := gitEnv(t, root)
+	repo := filepath.Join(root, "repo")
+	require.NoError(t, os.MkdirAll(repo, 0o755))
 	git(t, repo, "init", "-q", "-b", "main")
 	require.NoError(t, os.MkdirAll(filepath.Join(repo, "src"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(repo, "src", "main.txt"), []byte("v1\n"), 0o644))
@@ -50,6 +67,15 @@ func TestGitImport(t *testing.T) {
 		_, err := e.host.Provision(t.Context(), req)
 		require.ErrorIs(t, err, exechost.ErrNotFound)
 		e.requireGone(t, req.ExecutionID)
+	})
+	t.Run("no git root configured", func(t *testing.T) {
+		plain := setup(t) // a host without --git-root
+		req := exechost.ProvisionRequest{ExecutionID: newID(t), Image: e.base, Resources: limits(), Labels: testLabels,
+			Workspace: exechost.Workspace{Git: &exechost.GitSource{RepositoryPath: repo, Revision: "v1"}}}
+		_, err := plain.host.Provision(t.Context(), req)
+		require.ErrorIs(t, err, exechost.ErrPolicy)
+		require.Contains(t, err.Error(), "--git-root")
+		plain.requireGone(t, req.ExecutionID)
 	})
 	t.Run("option-like revision", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "x")

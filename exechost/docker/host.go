@@ -29,6 +29,7 @@ import (
 	"github.com/agentflow/agentflow/exechost/docker/policy"
 	"github.com/agentflow/agentflow/exechost/docker/runner"
 	"github.com/agentflow/agentflow/exechost/docker/workspace"
+	"github.com/agentflow/agentflow/exechost/gitsource"
 )
 
 // Client is the part of *client.Client the host uses.
@@ -55,7 +56,10 @@ type Options struct {
 	KillGrace time.Duration
 	// MaxWorkspaceEntries bounds files per workspace stream (default 1e6).
 	MaxWorkspaceEntries int
-	Logger              *slog.Logger
+	// Git is the git import configuration: the repository roots (worker
+	// --git-root; none refuses every git workspace) and git's budget.
+	Git    gitsource.Config
+	Logger *slog.Logger
 }
 
 // Host implements exechost.ExecutionHost on a Docker daemon.
@@ -66,6 +70,7 @@ type Host struct {
 	run     *runner.Runner
 	owner   string
 	entries int
+	git     *gitsource.Importer
 	log     *slog.Logger
 
 	mu    sync.Mutex
@@ -117,6 +122,13 @@ func New(opts Options) (*Host, error) {
 	if opts.MaxWorkspaceEntries <= 0 {
 		opts.MaxWorkspaceEntries = 1_000_000
 	}
+	if opts.Git.MaxEntries <= 0 || opts.Git.MaxEntries > opts.MaxWorkspaceEntries {
+		opts.Git.MaxEntries = min(gitsource.DefaultMaxEntries, opts.MaxWorkspaceEntries)
+	}
+	git, err := gitsource.New(opts.Git)
+	if err != nil {
+		return nil, fmt.Errorf("docker host: %w", err)
+	}
 	return &Host{
 		c:       opts.Client,
 		store:   opts.Store,
@@ -124,6 +136,7 @@ func New(opts Options) (*Host, error) {
 		run:     runner.New(opts.Client, runner.Options{Grace: opts.KillGrace, Logger: opts.Logger}),
 		owner:   opts.Owner,
 		entries: opts.MaxWorkspaceEntries,
+		git:     git,
 		log:     opts.Logger,
 		execs:   make(map[exechost.ExecutionID]*execution),
 		gone:    make(map[exechost.ExecutionID]time.Time),
@@ -236,14 +249,13 @@ func (h *Host) provision(ctx context.Context, e *execution, req exechost.Provisi
 	var layers []workspace.Opener
 	switch ws := req.Workspace; {
 	case ws.Git != nil:
-		commit, err := workspace.ResolveRevision(ctx, ws.Git.RepositoryPath, ws.Git.Revision)
+		// Resolved, listed and checked against the budget before any
+		// container exists; streamed from raw objects once it does.
+		tree, err := h.git.Prepare(ctx, *ws.Git, req.Resources.DiskBytes)
 		if err != nil {
 			return nil, err
 		}
-		repo := ws.Git.RepositoryPath
-		layers = append(layers, func(ctx context.Context) (io.ReadCloser, error) {
-			return workspace.GitArchive(ctx, repo, commit)
-		})
+		layers = append(layers, tree.Open)
 	case len(ws.Checkpoints) > 0:
 		for _, id := range ws.Checkpoints {
 			if _, err := h.store.Stat(ctx, id); err != nil {

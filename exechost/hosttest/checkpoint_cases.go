@@ -345,10 +345,7 @@ func firstDiff(a, b string) int {
 }
 
 func (s *suite) gitWorkspace(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
-	repo := t.TempDir()
+	repo := s.gitRepo(t).dir
 	git := func(args ...string) {
 		t.Helper()
 		cmd := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=hosttest", "-c", "user.email=hosttest@example.invalid",
@@ -356,7 +353,6 @@ func (s *suite) gitWorkspace(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "git %v: %s", args, out)
 	}
-	git("init", "-q")
 	require.NoError(t, os.MkdirAll(filepath.Join(repo, "src"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(repo, "src", "main.go"), []byte("package main\n"), 0o644))
 	git("add", ".")

@@ -53,6 +53,11 @@ type Harness struct {
 	// UnknownImage is a pinned reference that does not exist (default
 	// sha256:000…0).
 	UnknownImage string
+	// GitRoot is a repository root the host was configured with (worker
+	// --git-root): the git cases make their repositories under it, and
+	// GitMaxEntries is the host's git entry cap. Both required by them.
+	GitRoot       string
+	GitMaxEntries int
 }
 
 // DefaultResources are generous enough for every case of the suite.
@@ -112,6 +117,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("CancelDestroysSandbox", s.cancel)
 	t.Run("TerminateDuringExec", s.terminateDuringExec)
 	t.Run("GitWorkspace", s.gitWorkspace)
+	t.Run("GitImportHostile", s.gitHostile)
 	t.Run("CheckpointSeedsProvision", s.checkpointSeeds)
 	t.Run("LayeredCheckpointsLaterWins", s.layered)
 	t.Run("RestoreRoundTrip", s.restore)

@@ -23,6 +23,7 @@ import (
 	"github.com/agentflow/agentflow/exechost/docker"
 	"github.com/agentflow/agentflow/exechost/docker/policy"
 	"github.com/agentflow/agentflow/exechost/docker/runner"
+	"github.com/agentflow/agentflow/exechost/gitsource"
 	"github.com/agentflow/agentflow/exechost/hosttest"
 )
 
@@ -83,7 +84,9 @@ func TestDockerHostContract(t *testing.T) {
 	require.NoError(t, err)
 	sealed, err := checkpoint.NewSealed(store, keys, checkpoint.SealedOptions{})
 	require.NoError(t, err)
-	host, err := docker.New(docker.Options{Client: c, Store: sealed, KillGrace: time.Second})
+	root := gitRoot(t)
+	host, err := docker.New(docker.Options{Client: c, Store: sealed, KillGrace: time.Second,
+		Git: gitsource.Config{Roots: []string{root}, MaxEntries: 200}})
 	require.NoError(t, err)
 
 	// containerOf finds id's sandbox behind the host's back, by the label
@@ -100,6 +103,7 @@ func TestDockerHostContract(t *testing.T) {
 		Image:    img.ID,
 		Labels:   map[string]string{"agentflow.test": "1", "agentflow.test.suite": suiteLabel},
 		IDPrefix: fmt.Sprintf("%d-", os.Getpid()),
+		GitRoot:  root, GitMaxEntries: 200,
 		Probe: func(ctx context.Context, id exechost.ExecutionID, argv []string) ([]byte, int, error) {
 			list, err := containers(ctx, id)
 			if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/agentflow/agentflow/exechost"
 	"github.com/agentflow/agentflow/exechost/docker/policy"
 	"github.com/agentflow/agentflow/exechost/docker/workspace"
+	"github.com/agentflow/agentflow/exechost/gitsource"
 )
 
 // Options configure a Fake. The zero value is usable.
@@ -30,9 +31,12 @@ type Options struct {
 	// Images are the image references that exist. Empty: every pinned
 	// reference exists.
 	Images []string
-	// Git imports a git workspace (default: git rev-parse + git archive on
-	// the host, regular files only).
+	// Git imports a git workspace (default: gitsource with GitSource's
+	// roots and budget, as on the Docker host; regular files only).
 	Git func(ctx context.Context, src exechost.GitSource) (map[string]File, error)
+	// GitSource configures the default Git: repository roots (none refuses
+	// every git workspace, as a worker without --git-root does) and budget.
+	GitSource gitsource.Config
 }
 
 // Stats count what the Fake did, so tests can assert that nothing leaked.
@@ -54,7 +58,7 @@ type Fake struct {
 	handler Handler
 	policy  *policy.Policy
 	images  map[string]bool
-	git     func(context.Context, exechost.GitSource) (map[string]File, error)
+	git     func(ctx context.Context, src exechost.GitSource, maxBytes int64) (map[string]File, error)
 
 	mu          sync.Mutex
 	execs       map[exechost.ExecutionID]*execution
@@ -104,7 +108,6 @@ func NewFake(opts Options) (*Fake, error) {
 	f := &Fake{
 		handler:     opts.Handler,
 		policy:      p,
-		git:         opts.Git,
 		execs:       map[exechost.ExecutionID]*execution{},
 		gone:        map[exechost.ExecutionID]bool{},
 		checkpoints: map[exechost.CheckpointID]*stored{},
@@ -112,8 +115,18 @@ func NewFake(opts Options) (*Fake, error) {
 	if f.handler == nil {
 		f.handler = DefaultHandler
 	}
-	if f.git == nil {
-		f.git = gitFiles
+	if opts.Git != nil {
+		f.git = func(ctx context.Context, src exechost.GitSource, _ int64) (map[string]File, error) {
+			return opts.Git(ctx, src)
+		}
+	} else {
+		im, err := gitsource.New(opts.GitSource)
+		if err != nil {
+			return nil, err
+		}
+		f.git = func(ctx context.Context, src exechost.GitSource, maxBytes int64) (map[string]File, error) {
+			return gitFiles(ctx, im, src, maxBytes)
+		}
 	}
 	if len(opts.Images) > 0 {
 		f.images = map[string]bool{}
@@ -143,7 +156,7 @@ func (f *Fake) Provision(ctx context.Context, req exechost.ProvisionRequest) (*e
 	files := map[string]File{}
 	switch ws := req.Workspace; {
 	case ws.Git != nil:
-		g, err := f.git(ctx, *ws.Git)
+		g, err := f.git(ctx, *ws.Git, req.Resources.DiskBytes)
 		if err != nil {
 			return nil, fmt.Errorf("provision %s: %w", req.ExecutionID, err)
 		}

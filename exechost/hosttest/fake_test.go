@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentflow/agentflow/exechost"
+	"github.com/agentflow/agentflow/exechost/gitsource"
 	"github.com/agentflow/agentflow/exechost/hosttest"
 )
 
@@ -64,8 +65,11 @@ func fakeHarness(f *hosttest.Fake) hosttest.Harness {
 
 func TestFakeContract(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	f := newFake(t, hosttest.Options{})
-	hosttest.Run(t, fakeHarness(f))
+	root := gitRoot(t)
+	f := newFake(t, hosttest.Options{GitSource: gitsource.Config{Roots: []string{root}, MaxEntries: 200}})
+	h := fakeHarness(f)
+	h.GitRoot, h.GitMaxEntries = root, 200
+	hosttest.Run(t, h)
 	require.Positive(t, f.Stats().Provisioned)
 }
 
@@ -185,19 +189,28 @@ func TestGitWorkspace(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
-	repo := t.TempDir()
+	root := gitRoot(t)
+	repo := filepath.Join(root, "repo")
 	git := func(args ...string) {
 		t.Helper()
 		cmd := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s", out)
 	}
+	require.NoError(t, os.MkdirAll(repo, 0o755))
 	git("init", "-q")
 	require.NoError(t, writeFile(filepath.Join(repo, "src", "main.go"), "package main\n"))
 	git("add", ".")
 	git("commit", "-q", "-m", "one")
 
-	f := newFake(t, hosttest.Options{})
+	_, err := newFake(t, hosttest.Options{}).Provision(t.Context(), exechost.ProvisionRequest{
+		ExecutionID: "no-root", Image: fakeImage, Resources: hosttest.DefaultResources(),
+		Workspace: exechost.Workspace{Git: &exechost.GitSource{RepositoryPath: repo, Revision: "HEAD"}},
+	})
+	require.ErrorIs(t, err, exechost.ErrPolicy, "no --git-root: git import refused")
+	require.Contains(t, err.Error(), "--git-root")
+
+	f := newFake(t, hosttest.Options{GitSource: gitsource.Config{Roots: []string{root}}})
 	id := provision(t, f, func(r *exechost.ProvisionRequest) {
 		r.Workspace.Git = &exechost.GitSource{RepositoryPath: repo, Revision: "HEAD"}
 	})
@@ -220,4 +233,13 @@ func writeFile(name, content string) error {
 		return err
 	}
 	return os.WriteFile(name, []byte(content), 0o644)
+}
+
+// gitRoot is a fresh git root for a test: a temporary directory with no
+// symlink on its path (gitsource refuses symlinked roots).
+func gitRoot(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	return d
 }

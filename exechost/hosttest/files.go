@@ -11,12 +11,10 @@ import (
 	"io"
 	"io/fs"
 	"maps"
-	"os"
-	"os/exec"
 	"slices"
-	"strings"
 
 	"github.com/agentflow/agentflow/exechost"
+	"github.com/agentflow/agentflow/exechost/gitsource"
 )
 
 // Encode is the canonical byte form of a set of files (sorted by path): what
@@ -38,39 +36,29 @@ func digestFiles(files map[string]File) (size int64, sum string) {
 	return int64(len(b)), hex.EncodeToString(h[:])
 }
 
-// gitFiles is the default git import: the regular files of one commit, via
-// `git archive` like the Docker host (no worktree, no .git). Symlinks and
-// other entries are skipped; the Fake has only regular files.
-func gitFiles(ctx context.Context, src exechost.GitSource) (map[string]File, error) {
-	env := append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_OPTIONAL_LOCKS=0")
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "git", "-C", src.RepositoryPath, "rev-parse", "--verify", "--quiet",
-		"--end-of-options", src.Revision+"^{commit}")
-	cmd.Env, cmd.Stdout, cmd.Stderr = env, &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) && ee.ExitCode() == 1 {
-			return nil, fmt.Errorf("git revision %s in %s: %w", src.Revision, src.RepositoryPath, exechost.ErrNotFound)
-		}
-		return nil, fmt.Errorf("git rev-parse %s in %s: %w: %s", src.Revision, src.RepositoryPath, err, strings.TrimSpace(stderr.String()))
+// gitFiles is the default git import: the regular files of one commit,
+// through gitsource like the Docker host (same roots, revision rule, budget;
+// no worktree, no .git). Symlinks and empty directories are skipped; the
+// Fake has only regular files.
+func gitFiles(ctx context.Context, im *gitsource.Importer, src exechost.GitSource, maxBytes int64) (map[string]File, error) {
+	tree, err := im.Prepare(ctx, src, maxBytes)
+	if err != nil {
+		return nil, err
 	}
-	commit := strings.TrimSpace(stdout.String())
-	stdout.Reset()
-	stderr.Reset()
-	cmd = exec.CommandContext(ctx, "git", "-C", src.RepositoryPath, "archive", "--format=tar", commit)
-	cmd.Env, cmd.Stdout, cmd.Stderr = env, &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("git archive %s in %s: %w: %s", commit, src.RepositoryPath, err, strings.TrimSpace(stderr.String()))
+	rc, err := tree.Open(ctx)
+	if err != nil {
+		return nil, err
 	}
+	defer rc.Close()
 	files := map[string]File{}
-	tr := tar.NewReader(&stdout)
+	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			return files, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("git archive %s: %w", commit, err)
+			return nil, err
 		}
 		if h.Typeflag != tar.TypeReg {
 			continue
@@ -81,7 +69,7 @@ func gitFiles(ctx context.Context, src exechost.GitSource) (map[string]File, err
 		}
 		data, err := io.ReadAll(tr)
 		if err != nil {
-			return nil, fmt.Errorf("git archive %s: %w", commit, err)
+			return nil, err
 		}
 		files[p] = File{Data: data, Mode: fs.FileMode(h.Mode).Perm()}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentflow/agentflow/activities"
+	"github.com/agentflow/agentflow/exechost/gitsource"
 	"github.com/agentflow/agentflow/worker"
 	"github.com/agentflow/agentflow/workflows"
 )
@@ -33,6 +34,7 @@ type workerFlags struct {
 	LogFormat                   string
 	SandboxLabels               []string
 	GPUPolicy                   string
+	GitRoots                    []string
 }
 
 func (f *workerFlags) register(cmd *cobra.Command) {
@@ -52,6 +54,8 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.SandboxLabels, "sandbox-label", nil, "KEY=VALUE label added to every sandbox (repeatable)")
 	fl.StringVar(&f.GPUPolicy, "gpu-policy", string(activities.GPUPolicyRequire),
 		"steps that request a GPU on a host without a GPU runtime: require (fail them) | ignore (run them without a GPU, with "+activities.EnvGPUIgnored+"=1)")
+	fl.StringArrayVar(&f.GitRoots, "git-root", nil,
+		"directory git workspaces may be imported from (repeatable; absolute, no symlinks); none: git import is refused")
 	fl.StringVar(&f.LogLevel, "log-level", "info", "debug|info|warn|error")
 	fl.StringVar(&f.LogFormat, "log-format", "text", "text|json")
 }
@@ -67,6 +71,9 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 	gpuPolicy, err := activities.ParseGPUPolicy(f.GPUPolicy)
 	if err != nil {
 		return worker.Config{}, usageErr("--gpu-policy: %v", err)
+	}
+	if _, err := gitsource.New(gitsource.Config{Roots: f.GitRoots}); err != nil {
+		return worker.Config{}, usageErr("--git-root: %v", err)
 	}
 	labels := map[string]string{}
 	for _, kv := range f.SandboxLabels {
@@ -92,6 +99,7 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		Logger:                      logger,
 		SandboxLabels:               labels,
 		GPUPolicy:                   gpuPolicy,
+		GitRoots:                    f.GitRoots,
 	}, nil
 }
 

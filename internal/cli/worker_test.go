@@ -25,6 +25,9 @@ func TestWorkerAndDevUsageErrors(t *testing.T) {
 		{name: "worker bad sandbox label", args: []string{"worker", "--sandbox-label", "novalue"}, want: "--sandbox-label"},
 		{name: "worker bad gpu policy", args: []string{"worker", "--gpu-policy", "fallback"}, want: "--gpu-policy"},
 		{name: "dev bad gpu policy", args: []string{"dev", "--gpu-policy", "maybe"}, want: "--gpu-policy"},
+		{name: "worker relative git root", args: []string{"worker", "--git-root", "repos"}, want: "--git-root"},
+		{name: "worker missing git root", args: []string{"worker", "--git-root", "/nonexistent/agentflow-git-root"}, want: "--git-root"},
+		{name: "dev relative git root", args: []string{"dev", "--git-root", "./repos"}, want: "--git-root"},
 		{name: "dev bad address", args: []string{"--address", "no-port", "dev"}, want: "invalid --address"},
 		{name: "dev bad port", args: []string{"--address", "127.0.0.1:http", "dev"}, want: "invalid port"},
 	}
@@ -45,4 +48,5 @@ func TestWorkerHelpListsFlags(t *testing.T) {
 	for _, f := range []string{"--task-queue", "--health-addr", "--metrics-addr", "--webhook-url", "--max-concurrent-steps", "--checkpoint-dir", "--log-dir", "--vault-dir", "--gpu-policy"} {
 		require.Contains(t, out.String(), f)
 	}
+	require.Contains(t, out.String(), "--git-root")
 }

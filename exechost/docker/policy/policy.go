@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentflow/agentflow/exechost"
 	"github.com/agentflow/agentflow/exechost/checkpoint"
+	"github.com/agentflow/agentflow/exechost/gitsource"
 )
 
 // Labels the host sets on every sandbox. Requests may not set them.
@@ -47,7 +48,6 @@ const (
 	maxEnvBytes     = 64 << 10
 	maxLabels       = 64
 	maxIDBytes      = 200
-	maxRevisionLen  = 256
 	minMemoryBytes  = 8 << 20 // Docker refuses less than 6 MiB; keep a margin
 	minPids         = 8       // sleep (PID 1) + sh + tar + a tool
 	minNanoCPUs     = 1e7     // 0.01 CPU, Docker's own floor
@@ -310,21 +310,9 @@ func checkWorkspace(ps *problems, ws exechost.Workspace) {
 	}
 }
 
-// CheckRevision refuses revisions git could read as an option or that are
-// not a plain revision expression.
-func CheckRevision(rev string) error {
-	switch {
-	case rev == "":
-		return errors.New("empty")
-	case strings.HasPrefix(rev, "-"):
-		return fmt.Errorf("%q looks like an option", rev)
-	case len(rev) > maxRevisionLen:
-		return fmt.Errorf("longer than %d bytes", maxRevisionLen)
-	case strings.IndexFunc(rev, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }) >= 0:
-		return fmt.Errorf("%q contains spaces or control characters", rev)
-	}
-	return nil
-}
+// CheckRevision is the git revision rule (gitsource.CheckRevision): ref
+// names and object IDs with ~N/^N only, checked before git ever runs.
+func CheckRevision(rev string) error { return gitsource.CheckRevision(rev) }
 
 // CheckImageVolumes refuses images that declare VOLUMEs outside the tmpfs
 // mounts the sandbox covers: Docker would back them with an anonymous host
