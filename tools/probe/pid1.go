@@ -120,13 +120,17 @@ func openAttempt(path string, flag int) result {
 		return errResult(name, err)
 	}
 	defer f.Close()
+	// Some /proc files are world-writable by mode and check on write: the
+	// hole is a write (or read) that goes through, not the open.
+	var n int
 	if flag&(os.O_WRONLY|os.O_RDWR) != 0 {
-		// An open for writing that succeeded is already the hole; try to
-		// use it too, so the report says how far it went.
-		_, werr := f.Write([]byte("0"))
-		return result{Name: name, Detail: fmt.Sprintf("opened; write: %v", werr)}
+		n, err = f.Write([]byte("0"))
+	} else {
+		n, err = f.Read(make([]byte, 64))
 	}
-	return result{Name: name, Detail: "opened"}
+	r := errResult(name, err)
+	r.Detail = fmt.Sprintf("opened; %d bytes", n)
+	return r
 }
 
 func flagName(flag int) string {
