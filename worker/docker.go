@@ -41,6 +41,10 @@ func newDockerBackend(ctx context.Context, cfg Config) (*Backend, error) {
 		dc.Close()
 		return nil, fmt.Errorf("docker host: %w", err)
 	}
+	if err := runPreflight(ctx, cfg.Preflight, host, cfg.Logger.With("component", "preflight")); err != nil {
+		dc.Close()
+		return nil, err
+	}
 	gpu, err := hasGPURuntime(ctx, dc)
 	if err != nil {
 		dc.Close()

@@ -67,6 +67,9 @@ type Config struct {
 	// host has no GPU runtime ("" = require: fail them, non-retryably;
 	// ignore: run them without a GPU).
 	GPUPolicy activities.GPUPolicy
+	// Preflight: what a failed sandbox preflight does ("" = enforce: the
+	// worker refuses to start; warn; off). Only the Docker backend has one.
+	Preflight PreflightMode
 
 	StopTimeout  time.Duration
 	ReapInterval time.Duration
@@ -151,6 +154,9 @@ func Run(ctx context.Context, cfg Config) error {
 	log := cfg.Logger
 	gpuPolicy, err := activities.ParseGPUPolicy(string(cfg.GPUPolicy))
 	if err != nil {
+		return err
+	}
+	if cfg.Preflight, err = ParsePreflightMode(string(cfg.Preflight)); err != nil {
 		return err
 	}
 	m := metrics.New()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/docker/docker/api/types"
@@ -171,29 +172,43 @@ func (h *Host) preflightSpec(imageID, name string, opts PreflightOptions) policy
 // PID 1 in CVE-2024-21626). Either the runtime refuses to start it, or the
 // working directory is reachable from the container's own root.
 func (h *Host) checkWorkdirFD(ctx context.Context, imageID string, opts PreflightOptions) PreflightCheck {
+	type outcome struct {
+		code    int64
+		started bool
+		err     error
+	}
+	const first, last = 3, 9
+	var res [last + 1]outcome
+	var wg sync.WaitGroup
+	for fd := first; fd <= last; fd++ { // concurrently: seven containers at worker start
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			spec := h.preflightSpec(imageID, "workdir", opts)
+			spec.Config.WorkingDir = fmt.Sprintf("/proc/self/fd/%d", fd)
+			// Exit 0: the cwd resolves inside the container's root. 66: it does not.
+			spec.Config.Entrypoint = []string{"/bin/sh", "-c",
+				`p=$(readlink /proc/self/cwd); [ "$(stat -c %d:%i . 2>&1)" = "$(cd / && stat -c %d:%i "$p" 2>&1)" ] || exit 66`}
+			spec.HostConfig.AutoRemove = false
+			code, started, err := h.runOnce(ctx, spec)
+			res[fd] = outcome{code, started, err}
+		}()
+	}
+	wg.Wait()
 	chk := PreflightCheck{Name: CheckWorkdirFD, OK: true}
 	var notes []string
-	for fd := 3; fd <= 9; fd++ {
-		spec := h.preflightSpec(imageID, "workdir", opts)
-		spec.Config.WorkingDir = fmt.Sprintf("/proc/self/fd/%d", fd)
-		// Exit 0: the cwd resolves inside the container's root. 66: it does not.
-		spec.Config.Entrypoint = []string{"/bin/sh", "-c",
-			`p=$(readlink /proc/self/cwd); [ "$(stat -c %d:%i . 2>&1)" = "$(cd / && stat -c %d:%i "$p" 2>&1)" ] || exit 66`}
-		spec.HostConfig.AutoRemove = false
-		code, started, err := h.runOnce(ctx, spec)
-		switch {
-		case err != nil:
-			return PreflightCheck{Name: CheckWorkdirFD, Detail: fmt.Sprintf("fd %d: %v", fd, err)}
-		case !started:
+	for fd := first; fd <= last; fd++ {
+		switch o := res[fd]; {
+		case o.err != nil:
+			return PreflightCheck{Name: CheckWorkdirFD, Detail: fmt.Sprintf("fd %d: %v", fd, o.err)}
+		case !o.started:
 			// The runtime refused: the safe outcome.
-		case code != 0:
+		case o.code != 0:
 			chk.OK = false
-			notes = append(notes, fmt.Sprintf("fd %d: working directory outside the container root (exit %d)", fd, code))
+			notes = append(notes, fmt.Sprintf("fd %d: working directory outside the container root (exit %d)", fd, o.code))
 		}
 	}
-	if !chk.OK {
-		chk.Detail = strings.Join(notes, "; ")
-	}
+	chk.Detail = strings.Join(notes, "; ")
 	return chk
 }
 

@@ -72,4 +72,3 @@ func TestPreflightCatchesWeakenedPolicy(t *testing.T) {
 		})
 	}
 }
-

@@ -30,6 +30,7 @@ type workerFlags struct {
 	LogFormat          string
 	SandboxLabels      []string
 	GPUPolicy          string
+	Preflight          string
 }
 
 func (f *workerFlags) register(cmd *cobra.Command) {
@@ -45,6 +46,8 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.SandboxLabels, "sandbox-label", nil, "KEY=VALUE label added to every sandbox (repeatable)")
 	fl.StringVar(&f.GPUPolicy, "gpu-policy", string(activities.GPUPolicyRequire),
 		"steps that request a GPU on a host without a GPU runtime: require (fail them) | ignore (run them without a GPU, with "+activities.EnvGPUIgnored+"=1)")
+	fl.StringVar(&f.Preflight, "preflight", string(worker.PreflightEnforce),
+		"sandbox checks at start (seccomp, masked /proc, cwd escape, …): enforce (refuse to serve on failure) | warn | off")
 	fl.StringVar(&f.LogLevel, "log-level", "info", "debug|info|warn|error")
 	fl.StringVar(&f.LogFormat, "log-format", "text", "text|json")
 }
@@ -60,6 +63,10 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 	gpuPolicy, err := activities.ParseGPUPolicy(f.GPUPolicy)
 	if err != nil {
 		return worker.Config{}, usageErr("--gpu-policy: %v", err)
+	}
+	preflight, err := worker.ParsePreflightMode(f.Preflight)
+	if err != nil {
+		return worker.Config{}, usageErr("--preflight: %v", err)
 	}
 	labels := map[string]string{}
 	for _, kv := range f.SandboxLabels {
@@ -78,6 +85,7 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		WebhookURLs:        f.WebhookURLs,
 		MaxConcurrentSteps: f.MaxConcurrentSteps,
 		CheckpointDir:      f.CheckpointDir,
+		Preflight:          preflight,
 		LogDir:             f.LogDir,
 		VaultDir:           f.VaultDir,
 		Logger:             logger,
