@@ -48,6 +48,10 @@ func newDockerBackend(ctx context.Context, cfg Config) (*Backend, error) {
 	} else {
 		cfg.Logger.Info("git import enabled", "git_roots", cfg.GitRoots)
 	}
+	if err := runPreflight(ctx, cfg.Preflight, host, cfg.Logger.With("component", "preflight")); err != nil {
+		dc.Close()
+		return nil, err
+	}
 	gpu, err := hasGPURuntime(ctx, dc)
 	if err != nil {
 		dc.Close()

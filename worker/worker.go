@@ -77,6 +77,9 @@ type Config struct {
 	// GitRoots are the directories git workspaces may come from (--git-root);
 	// none refuses every git import.
 	GitRoots []string
+	// Preflight: what a failed sandbox preflight does ("" = enforce: the
+	// worker refuses to start; warn; off). Only the Docker backend has one.
+	Preflight PreflightMode
 
 	StopTimeout  time.Duration
 	ReapInterval time.Duration
@@ -161,6 +164,9 @@ func Run(ctx context.Context, cfg Config) error {
 	log := cfg.Logger
 	gpuPolicy, err := activities.ParseGPUPolicy(string(cfg.GPUPolicy))
 	if err != nil {
+		return err
+	}
+	if cfg.Preflight, err = ParsePreflightMode(string(cfg.Preflight)); err != nil {
 		return err
 	}
 	m := metrics.New()

@@ -113,6 +113,11 @@ func New(opts Options) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	// PID 1 (the deadline keeper) runs as policy.KeeperUser; a tool with the
+	// same uid could stop it.
+	if err := policy.CheckKeeper(p.User()); err != nil {
+		return nil, err
+	}
 	if opts.Owner == "" {
 		opts.Owner = DefaultOwner()
 	}

@@ -99,7 +99,7 @@ echo secret=$API_TOKEN
 	ins, err := e.c.ContainerInspect(t.Context(), list[0].ID)
 	require.NoError(t, err)
 	require.NotContains(t, fmt.Sprint(ins.Config.Env, ins.Config.Labels, ins.Config.Cmd, ins.Config.Entrypoint), "s3cr3t")
-	require.Equal(t, "65532:65532", ins.Config.User)
+	require.Equal(t, policy.KeeperUser, ins.Config.User, "PID 1 is the keeper; execs run as the tool user")
 	require.Equal(t, "/workspace", ins.Config.WorkingDir)
 	require.True(t, ins.HostConfig.ReadonlyRootfs)
 	require.Equal(t, ins.HostConfig.Memory, ins.HostConfig.MemorySwap)

@@ -35,6 +35,7 @@ type workerFlags struct {
 	SandboxLabels               []string
 	GPUPolicy                   string
 	GitRoots                    []string
+	Preflight                   string
 }
 
 func (f *workerFlags) register(cmd *cobra.Command) {
@@ -56,6 +57,8 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 		"steps that request a GPU on a host without a GPU runtime: require (fail them) | ignore (run them without a GPU, with "+activities.EnvGPUIgnored+"=1)")
 	fl.StringArrayVar(&f.GitRoots, "git-root", nil,
 		"directory git workspaces may be imported from (repeatable; absolute, no symlinks); none: git import is refused")
+	fl.StringVar(&f.Preflight, "preflight", string(worker.PreflightEnforce),
+		"sandbox checks at start (seccomp, masked /proc, cwd escape, …): enforce (refuse to serve on failure) | warn | off")
 	fl.StringVar(&f.LogLevel, "log-level", "info", "debug|info|warn|error")
 	fl.StringVar(&f.LogFormat, "log-format", "text", "text|json")
 }
@@ -74,6 +77,10 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 	}
 	if _, err := gitsource.New(gitsource.Config{Roots: f.GitRoots}); err != nil {
 		return worker.Config{}, usageErr("--git-root: %v", err)
+	}
+	preflight, err := worker.ParsePreflightMode(f.Preflight)
+	if err != nil {
+		return worker.Config{}, usageErr("--preflight: %v", err)
 	}
 	labels := map[string]string{}
 	for _, kv := range f.SandboxLabels {
@@ -100,6 +107,7 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		SandboxLabels:               labels,
 		GPUPolicy:                   gpuPolicy,
 		GitRoots:                    f.GitRoots,
+		Preflight:                   preflight,
 	}, nil
 }
 

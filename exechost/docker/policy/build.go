@@ -29,6 +29,38 @@ type Meta struct {
 	Deadline time.Time
 }
 
+// KeeperUser is the numeric uid:gid of PID 1, the in-container deadline
+// keeper (`sleep <runtime>`). It is not the tool's user, so a tool (no
+// capabilities, no-new-privileges) can neither signal, ptrace, nor write
+// /proc/1/mem of it: the deadline holds with no worker alive. Numeric, so it
+// needs no passwd entry in the image. Every exec names its own user
+// (runner.ErrNoUser), so nothing else ever runs as the keeper.
+const (
+	KeeperUser = "65533:65533"
+	keeperUID  = 65533
+)
+
+// CheckKeeper refuses a tool user that would share the keeper's uid.
+func CheckKeeper(user string) error {
+	uid, _, err := parseUser(user)
+	if err != nil {
+		return err
+	}
+	if uid == keeperUID {
+		return fmt.Errorf("policy config: user %q: uid %d is reserved for the sandbox's PID 1", user, keeperUID)
+	}
+	return nil
+}
+
+// MemoryLimit is the memory cgroup limit of a sandbox: the tool's memory
+// plus every tmpfs the sandbox has (/workspace = disk, /tmp, /dev/shm),
+// because tmpfs pages are charged to the container's memory cgroup. A full
+// disk is then ENOSPC, never an OOM kill. The price: while its tmpfs are
+// empty a tool may use up to this much memory, not only r.MemoryBytes.
+func (p *Policy) MemoryLimit(r exechost.ResourceLimits) int64 {
+	return r.MemoryBytes + r.DiskBytes + p.cfg.TmpBytes + p.cfg.ShmBytes
+}
+
 // RuntimeSeconds is the in-container deadline: PID 1 is `sleep <seconds>`,
 // so the container exits (and, being auto-removed, disappears) even if the
 // host that created it is gone.
@@ -53,7 +85,7 @@ func (p *Policy) Build(req exechost.ProvisionRequest, meta Meta) Spec {
 
 	cfg := &container.Config{
 		Hostname:        "sandbox",
-		User:            p.cfg.User,
+		User:            KeeperUser, // PID 1 only; execs run as p.cfg.User
 		Env:             envList(req.Env),
 		Entrypoint:      []string{"sleep", strconv.FormatInt(RuntimeSeconds(r.Runtime), 10)},
 		Cmd:             nil,
@@ -66,12 +98,12 @@ func (p *Policy) Build(req exechost.ProvisionRequest, meta Meta) Spec {
 		Volumes: map[string]struct{}{},
 	}
 
-	tmp := min(p.cfg.TmpBytes, r.MemoryBytes)
+	mem := p.MemoryLimit(r)
 	hc := &container.HostConfig{
 		AutoRemove:     true,
 		NetworkMode:    container.NetworkMode(exechost.NetworkNone),
 		ReadonlyRootfs: true,
-		SecurityOpt:    []string{"no-new-privileges"},
+		SecurityOpt:    []string{"no-new-privileges", seccompOpt},
 		CapDrop:        []string{"ALL"},
 		Privileged:     false,
 		IpcMode:        container.IPCModePrivate,
@@ -81,12 +113,12 @@ func (p *Policy) Build(req exechost.ProvisionRequest, meta Meta) Spec {
 			// exec: tools may build and run programs in their workspace.
 			WorkspaceDir: fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,uid=%d,gid=%d,mode=0700", r.DiskBytes, p.uid, p.gid),
 			// noexec: scratch space only; anything meant to run goes in /workspace.
-			TmpDir: fmt.Sprintf("rw,noexec,nosuid,nodev,size=%d,mode=1777", tmp),
+			TmpDir: fmt.Sprintf("rw,noexec,nosuid,nodev,size=%d,mode=1777", p.cfg.TmpBytes),
 		},
 		Resources: container.Resources{
 			NanoCPUs:   r.NanoCPUs,
-			Memory:     r.MemoryBytes,
-			MemorySwap: r.MemoryBytes, // equal: no swap
+			Memory:     mem,
+			MemorySwap: mem, // equal: no swap
 			PidsLimit:  &r.Pids,
 			Ulimits:    []*container.Ulimit{{Name: "core", Soft: 0, Hard: 0}},
 		},

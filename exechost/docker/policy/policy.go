@@ -63,8 +63,8 @@ type Config struct {
 	AllowUnpinnedImages bool
 	// Max bounds every request; a zero field means no ceiling.
 	Max exechost.ResourceLimits
-	// TmpBytes sizes the /tmp tmpfs (default 64 MiB, never more than the
-	// memory limit since tmpfs pages are charged to the container's memory).
+	// TmpBytes sizes the /tmp tmpfs (default 64 MiB). Tmpfs pages are
+	// charged to the container's memory, so MemoryLimit adds it.
 	TmpBytes int64
 	// ShmBytes sizes /dev/shm (default 1 MiB).
 	ShmBytes int64

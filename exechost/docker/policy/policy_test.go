@@ -165,7 +165,7 @@ func TestBuild(t *testing.T) {
 
 	c, hc := spec.Config, spec.HostConfig
 	require.Equal(t, testImageID, c.Image)
-	require.Equal(t, "65532:65532", c.User)
+	require.Equal(t, KeeperUser, c.User, "PID 1 runs as the keeper, not the tool")
 	require.Equal(t, "/workspace", c.WorkingDir)
 	require.Equal(t, []string{"sleep", "90"}, []string(c.Entrypoint))
 	require.Empty(t, c.Cmd)
@@ -179,12 +179,12 @@ func TestBuild(t *testing.T) {
 	require.True(t, hc.AutoRemove)
 	require.True(t, hc.ReadonlyRootfs)
 	require.False(t, hc.Privileged)
-	require.Equal(t, []string{"no-new-privileges"}, hc.SecurityOpt)
+	require.Equal(t, []string{"no-new-privileges", seccompOpt}, hc.SecurityOpt)
 	require.Equal(t, []string{"ALL"}, []string(hc.CapDrop))
 	require.Empty(t, hc.CapAdd)
 	require.Equal(t, container.NetworkMode("none"), hc.NetworkMode)
 	require.EqualValues(t, 1e9, hc.NanoCPUs)
-	require.EqualValues(t, 256<<20, hc.Memory)
+	require.EqualValues(t, 256<<20+64<<20+DefaultTmpBytes+DefaultShmBytes, hc.Memory, "memory covers the tmpfs")
 	require.Equal(t, hc.Memory, hc.MemorySwap)
 	require.EqualValues(t, 64, *hc.PidsLimit)
 	require.EqualValues(t, DefaultShmBytes, hc.ShmSize)
@@ -198,10 +198,6 @@ func TestBuild(t *testing.T) {
 	// Runtime rounds up so the in-container deadline is never early.
 	req.Resources.Runtime = 1500 * time.Millisecond
 	require.Equal(t, []string{"sleep", "2"}, []string(p.Build(req, Meta{ImageID: testImageID}).Config.Entrypoint))
-
-	// /tmp never exceeds the memory limit it is charged against.
-	req.Resources.MemoryBytes = 16 << 20
-	require.Contains(t, p.Build(req, Meta{ImageID: testImageID}).HostConfig.Tmpfs["/tmp"], "size=16777216,")
 }
 
 func TestGPURequest(t *testing.T) {

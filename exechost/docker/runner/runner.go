@@ -35,11 +35,16 @@ type Client interface {
 // deadline ended it) while or before the command ran.
 var ErrContainerGone = errors.New("container gone")
 
+// ErrNoUser: a command did not name its user. Without one, docker exec runs
+// as the container's configured user, which is the deadline keeper (PID 1):
+// a process as that uid could stop the keeper. Every command says who it is.
+var ErrNoUser = errors.New("exec without a user: refused")
+
 // Command is one process to run.
 type Command struct {
 	Argv    []string
 	Env     []string
-	User    string // numeric uid:gid
+	User    string // numeric uid:gid; required (ErrNoUser)
 	WorkDir string
 	// Stdin is copied to the process and then closed; nil means no stdin.
 	// A read error from Stdin (not the process refusing input) aborts the
@@ -146,6 +151,9 @@ func (cw cappedWriter) Write(p []byte) (int, error) {
 func (r *Runner) Run(ctx context.Context, containerID string, cmd Command) (Result, error) {
 	start := time.Now()
 	res := Result{ExitCode: -1}
+	if cmd.User == "" {
+		return res, fmt.Errorf("exec %v in %s: %w", cmd.Argv, containerID, ErrNoUser)
+	}
 	created, err := r.c.ContainerExecCreate(ctx, containerID, container.ExecOptions{
 		User:         cmd.User,
 		WorkingDir:   cmd.WorkDir,
@@ -315,7 +323,8 @@ func (r *Runner) destroy(ctx context.Context, containerID, user, execID string, 
 	log := r.opts.Logger.With("container_id", containerID)
 
 	// kill -1 signals every process the sandbox user may signal except
-	// PID 1 (the sleep deadline) and kill itself.
+	// kill itself; PID 1 (the deadline keeper) has its own uid and is not
+	// one of them.
 	if k, err := r.c.ContainerExecCreate(cctx, containerID, container.ExecOptions{
 		User: user, Cmd: []string{"kill", "-TERM", "-1"},
 	}); err == nil {

@@ -89,6 +89,9 @@ func (f *fakeClient) ContainerExecCreate(_ context.Context, _ string, o containe
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if o.User == "" {
+		f.t.Errorf("exec %v created without a user", o.Cmd)
+	}
 	f.execs = append(f.execs, o.Cmd)
 	return container.ExecCreateResponse{ID: "exec-" + strings.Join(o.Cmd, " ")}, nil
 }
@@ -167,7 +170,7 @@ func TestRunOK(t *testing.T) {
 	}})
 	var stdout, stderr bytes.Buffer
 	res, err := fastRunner(f).Run(t.Context(), "c1", Command{
-		Argv: []string{"/bin/tool"}, Stdin: strings.NewReader(`{"a":1}`), Stdout: &stdout, Stderr: &stderr, MaxOutput: 1 << 10,
+		User: tool, Argv: []string{"/bin/tool"}, Stdin: strings.NewReader(`{"a":1}`), Stdout: &stdout, Stderr: &stderr, MaxOutput: 1 << 10,
 	})
 	require.NoError(t, err)
 	require.Equal(t, 3, res.ExitCode)
@@ -201,12 +204,12 @@ func TestRunDestroysTheContainer(t *testing.T) {
 		wantErr error
 		check   func(t *testing.T, res Result, out *bytes.Buffer)
 	}{
-		{name: "output cap counts both streams", script: flood, cmd: Command{MaxOutput: 100}, wantErr: exechost.ErrOutputLimit,
+		{name: "output cap counts both streams", script: flood, cmd: Command{User: tool, MaxOutput: 100}, wantErr: exechost.ErrOutputLimit,
 			check: func(t *testing.T, res Result, out *bytes.Buffer) {
 				require.True(t, res.Truncated)
 				require.LessOrEqual(t, out.Len(), 100)
 			}},
-		{name: "timeout", script: untilKilled, cmd: Command{Timeout: 20 * time.Millisecond}, wantErr: exechost.ErrTimeout,
+		{name: "timeout", script: untilKilled, cmd: Command{User: tool, Timeout: 20 * time.Millisecond}, wantErr: exechost.ErrTimeout,
 			check: func(t *testing.T, res Result, _ *bytes.Buffer) { require.True(t, res.TimedOut) }},
 		{name: "abort", script: untilKilled, cancel: true, wantErr: exechost.ErrAborted,
 			check: func(t *testing.T, res Result, _ *bytes.Buffer) { require.True(t, res.Aborted) }},
@@ -217,10 +220,10 @@ func TestRunDestroysTheContainer(t *testing.T) {
 			case <-p.killed:
 				return 137
 			}
-		}, cmd: Command{Timeout: 10 * time.Millisecond}, wantErr: exechost.ErrTimeout},
-		{name: "stdin source fails", script: func(p proc) int { io.Copy(io.Discard, p.stdin); return untilKilled(p) }, cmd: Command{Stdin: io.MultiReader(strings.NewReader("x"), errReader{})},
+		}, cmd: Command{User: tool, Timeout: 10 * time.Millisecond}, wantErr: exechost.ErrTimeout},
+		{name: "stdin source fails", script: func(p proc) int { io.Copy(io.Discard, p.stdin); return untilKilled(p) }, cmd: Command{User: tool, Stdin: io.MultiReader(strings.NewReader("x"), errReader{})},
 			wantErr: exechost.ErrAborted},
-		{name: "stdout sink fails", script: flood, cmd: Command{Stdout: errWriter{}}, wantErr: exechost.ErrAborted},
+		{name: "stdout sink fails", script: flood, cmd: Command{User: tool, Stdout: errWriter{}}, wantErr: exechost.ErrAborted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -229,7 +232,7 @@ func TestRunDestroysTheContainer(t *testing.T) {
 			defer cancel()
 			var out bytes.Buffer
 			cmd := tt.cmd
-			cmd.Argv = []string{"/bin/tool"}
+			cmd.Argv, cmd.User = []string{"/bin/tool"}, tool
 			if cmd.Stdout == nil {
 				cmd.Stdout, cmd.Stderr = &out, &out
 			}
@@ -263,7 +266,7 @@ func TestRunDoesNotHangOnInheritedStdout(t *testing.T) {
 		return 0
 	}})
 	var out bytes.Buffer
-	res, err := fastRunner(f).Run(t.Context(), "c1", Command{Argv: []string{"/bin/tool"}, Stdout: &out})
+	res, err := fastRunner(f).Run(t.Context(), "c1", Command{User: tool, Argv: []string{"/bin/tool"}, Stdout: &out})
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode)
 	require.Equal(t, `{"ok":true}`, out.String())
@@ -274,12 +277,12 @@ func TestRunContainerGone(t *testing.T) {
 	for _, e := range []error{errdefs.NotFound(errors.New("no such container")), errdefs.Conflict(errors.New("container is not running"))} {
 		f := newFake(t, script{})
 		f.createErr = e
-		_, err := fastRunner(f).Run(t.Context(), "c1", Command{Argv: []string{"x"}})
+		_, err := fastRunner(f).Run(t.Context(), "c1", Command{User: tool, Argv: []string{"x"}})
 		require.ErrorIs(t, err, ErrContainerGone)
 	}
 	f := newFake(t, script{})
 	f.createErr = errors.New("daemon on fire")
-	_, err := fastRunner(f).Run(t.Context(), "c1", Command{Argv: []string{"x"}})
+	_, err := fastRunner(f).Run(t.Context(), "c1", Command{User: tool, Argv: []string{"x"}})
 	require.NotErrorIs(t, err, ErrContainerGone)
 }
 
@@ -290,3 +293,19 @@ func (errReader) Read([]byte) (int, error) { return 0, errors.New("source broke"
 type errWriter struct{}
 
 func (errWriter) Write([]byte) (int, error) { return 0, errors.New("sink broke") }
+
+const tool = "65532:65532"
+
+func TestRunRefusesACommandWithoutUser(t *testing.T) {
+	for _, cmd := range []Command{
+		{Argv: []string{"/bin/tool"}},
+		{Argv: []string{"kill", "-STOP", "1"}, WorkDir: "/workspace"},
+		{Argv: []string{"sh"}, Stdin: strings.NewReader("x"), Timeout: time.Second},
+	} {
+		f := newFake(t, script{run: func(proc) int { t.Error("a command without a user ran"); return 0 }})
+		res, err := fastRunner(f).Run(t.Context(), "c1", cmd)
+		require.ErrorIs(t, err, ErrNoUser)
+		require.Equal(t, -1, res.ExitCode)
+		require.Empty(t, f.execs, "nothing reaches the daemon")
+	}
+}
