@@ -243,10 +243,9 @@ func toolName(req StepRequest) string {
 	return "image"
 }
 
-// resolveSecrets resolves exactly the step's secrets; it is the attempt's
-// only call into secret resolution. A secret that cannot be resolved is
-// InvalidInput (not retried): the error names the secret and its source,
-// never a value.
+// resolveSecrets resolves exactly the step's secrets. A secret that cannot
+// be resolved is InvalidInput (not retried): the error names the secret and
+// its source, never a value.
 func (a *Activities) resolveSecrets(ctx context.Context, sources map[string]string) (map[string]string, error) {
 	if len(sources) == 0 {
 		return map[string]string{}, nil

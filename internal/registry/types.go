@@ -18,8 +18,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/agentflow/agentflow/internal/failure"
 )
 
 // Names shared by the registry workflow, the worker and agentctl.
@@ -29,14 +27,6 @@ const (
 	UpdateRegister = "register"
 	UpdateRemove   = "remove"
 	QueryTools     = "tools"
-
-	// Application error types returned by the register update and the
-	// probe; internal/failure defines them and which of them retry.
-	ErrTypeConflict        = failure.ToolConflict        // same name:version, different digest
-	ErrTypeNotFound        = failure.ToolNotFound        // remove of an unknown tool
-	ErrTypeVersionMismatch = failure.ToolVersionMismatch // --version printed something else
-	ErrTypeProbeFailed     = failure.ToolProbeFailed     // --version/--help did not run cleanly
-	ErrTypePolicy          = failure.PolicyViolation     // the sandbox refused the image
 
 	// MaxUsageBytes caps the stored --help text: it lives in workflow state
 	// and is carried across continue-as-new.
