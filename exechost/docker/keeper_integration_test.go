@@ -26,7 +26,7 @@ import (
 const (
 	abandonExecEnv   = "AGENTFLOW_TEST_ABANDON_EXECUTION"
 	abandonReportEnv = "AGENTFLOW_TEST_ABANDON_REPORT"
-	keeperRuntime    = 20 * time.Second
+	keeperRuntime    = 45 * time.Second // room for a slow provision and exec on a loaded machine
 )
 
 // TestKeeperHoldsDeadlineWithoutWorker: a hostile tool tries every way we
@@ -100,7 +100,7 @@ func abandonedWorker(t *testing.T, id exechost.ExecutionID, report string) {
 	_, err = h.Provision(t.Context(), exechost.ProvisionRequest{ExecutionID: id, Image: img, Resources: r,
 		Network: exechost.NetworkNone, Labels: map[string]string{"agentflow.test": "1", "agentflow.test.suite": "abandoned"}})
 	require.NoError(t, err)
-	res, err := h.Exec(t.Context(), id, exechost.ExecRequest{Command: []string{"/bin/tool", "pid1"}, Timeout: 15 * time.Second})
+	res, err := h.Exec(t.Context(), id, exechost.ExecRequest{Command: []string{"/bin/tool", "pid1"}, Timeout: 40 * time.Second})
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode, "stderr %s", res.Stderr)
 	var out struct {

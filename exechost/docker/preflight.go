@@ -158,7 +158,7 @@ func (h *Host) preflightSpec(imageID, name string, opts PreflightOptions) policy
 		Network:     exechost.NetworkNone,
 		Labels:      labels,
 		Resources: exechost.ResourceLimits{NanoCPUs: 5e8, MemoryBytes: 64 << 20, DiskBytes: 8 << 20,
-			Pids: 32, Runtime: 2 * time.Minute, MaxOutputBytes: 64 << 10},
+			Pids: 64, Runtime: 2 * time.Minute, MaxOutputBytes: 64 << 10}, // runsc counts its own threads: 32 does not start
 	}
 	spec := h.policy.Build(req, policy.Meta{Owner: h.owner, ImageID: imageID, Deadline: time.Now().Add(req.Resources.Runtime)})
 	if opts.Weaken != nil {
