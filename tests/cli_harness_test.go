@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentflow/agentflow/exechost"
 	"github.com/agentflow/agentflow/internal/cli"
+	"github.com/agentflow/agentflow/internal/cli/engine"
 	"github.com/agentflow/agentflow/worker"
 )
 
@@ -52,7 +53,7 @@ func (e *cliEnv) agentctl(t *testing.T, args ...string) (int, string, string) {
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	full := append([]string{"--address", e.address}, args...)
-	code := cli.Run(ctx, "test", full, cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+	code := cli.Run(ctx, "test", full, cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, engine.Commands())
 	t.Logf("agentctl %s → %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
 	return code, out.String(), errb.String()
 }
