@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -86,15 +87,18 @@ func RepoRoot(t testing.TB) string {
 	}
 }
 
-// TemporalBinary returns the Temporal CLI that `make temporal` builds
-// (bin/temporal in the repository); without it, it skips t (fails under
-// AGENTFLOW_REQUIRE_DOCKER=1).
+// TemporalBinary returns the Temporal CLI dev server binary: the one
+// `make temporal` puts in the repository's bin/, else `temporal` on PATH.
+// Without either it skips t (fails under AGENTFLOW_REQUIRE_DOCKER=1).
 func TemporalBinary(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(RepoRoot(t), "bin", "temporal")
-	_, err := os.Stat(bin)
-	Need(t, err == nil, "temporal CLI not built at %s (make temporal)", bin)
-	return bin
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	path, err := exec.LookPath("temporal")
+	Need(t, err == nil, "temporal CLI neither at %s (make temporal) nor on PATH", bin)
+	return path
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
