@@ -18,7 +18,7 @@ help: ## list targets
 
 .PHONY: build
 build: ## build bin/agentctl (lean: validate, graph) and bin/agentctl-engine (every other verb)
-	CGO_ENABLED=0 $(GO) build -trimpath -tags lite -ldflags '$(LDFLAGS)' -o $(BIN)/agentctl ./cmd/agentctl
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/agentctl ./cmd/agentctl-lean
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/agentctl-engine ./cmd/agentctl
 
 $(BIN)/temporal:
@@ -35,17 +35,16 @@ images: ## build the base, example and test tool images locally (no registry)
 .PHONY: test
 test: temporal images ## run every test: unit, Docker integration, end-to-end on a dev server
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -tags 'integration e2e' ./...
-	$(GO) test -count=1 -tags lite ./internal/cli/
 
 .PHONY: test-unit
 test-unit: ## fast unit tests only (no Docker, no Temporal server)
 	$(GO) test -count=1 ./...
 
 .PHONY: lint
-lint: ## gofmt + go vet
+lint: ## gofmt + go vet + go.mod/go.sum tidy
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags 'integration e2e' ./...
-	$(GO) vet -tags lite ./internal/cli/ ./cmd/...
+	@out=$$($(GO) mod tidy -diff 2>&1) || { echo "go.mod/go.sum not tidy (run go mod tidy):"; echo "$$out"; exit 1; }
 
 .PHONY: bench
 bench: images ## benchmarks with in-run baselines (see docs/BENCHMARKS.md)

@@ -19,8 +19,8 @@ func TestBenchValidateCLI(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin, engine := filepath.Join(dir, "agentctl"), filepath.Join(dir, "agentctl-engine")
-	for _, b := range []struct{ out, tags string }{{bin, "lite"}, {engine, ""}} {
-		build := exec.Command("go", "build", "-tags", b.tags, "-o", b.out, "../cmd/agentctl")
+	for _, b := range []struct{ out, pkg string }{{bin, "../cmd/agentctl-lean"}, {engine, "../cmd/agentctl"}} {
+		build := exec.Command("go", "build", "-o", b.out, b.pkg)
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("build %s: %v\n%s", b.out, err, out)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,6 +27,7 @@ import (
 	"github.com/agentflow/agentflow/exechost/docker"
 	"github.com/agentflow/agentflow/internal/devserver"
 	"github.com/agentflow/agentflow/internal/spec"
+	"github.com/agentflow/agentflow/internal/testenv"
 	"github.com/agentflow/agentflow/worker"
 	"github.com/agentflow/agentflow/workflows"
 )
@@ -56,12 +56,7 @@ func TestEngineStepBench(t *testing.T) {
 	}
 	dc, img := benchDocker(t)
 	ctx := t.Context()
-	// The test runs in bench/; the CLI lives in the repository's bin/.
-	bin, err := filepath.Abs(filepath.Join("..", "bin", "temporal"))
-	require.NoError(t, err)
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("skipping: temporal CLI not built at %s (run `make temporal`)", bin)
-	}
+	bin := testenv.TemporalBinary(t)
 
 	n := 8
 	if v, err := strconv.Atoi(os.Getenv("AGENTFLOW_BENCH_N")); err == nil && v > 0 {
@@ -345,13 +340,7 @@ func TestEngineStepBench(t *testing.T) {
 
 // freePort asks the kernel for a free loopback port. Another process could
 // take it before the server binds it; devserver.Start then fails clearly.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return testenv.FreePort(t) }
 
 func mean(d []time.Duration) time.Duration {
 	var s time.Duration

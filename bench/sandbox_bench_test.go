@@ -22,6 +22,7 @@ import (
 	"github.com/agentflow/agentflow/exechost"
 	"github.com/agentflow/agentflow/exechost/checkpoint"
 	"github.com/agentflow/agentflow/exechost/docker"
+	"github.com/agentflow/agentflow/internal/testenv"
 )
 
 const sandboxBenchImage = "agentflow/tool-echo:1.0"
@@ -45,15 +46,7 @@ func payload1K() []byte {
 // AGENTFLOW_REQUIRE_DOCKER=1.
 func benchDocker(t *testing.T) (*client.Client, image.InspectResponse) {
 	t.Helper()
-	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	if _, err := c.Ping(t.Context()); err != nil {
-		if os.Getenv("AGENTFLOW_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("no Docker daemon: %v", err)
-		}
-		t.Skipf("skipping: no Docker daemon answers (%v)", err)
-	}
+	c := testenv.Docker(t)
 	img, err := c.ImageInspect(t.Context(), sandboxBenchImage)
 	require.NoError(t, err, "run `make images` first")
 	return c, img

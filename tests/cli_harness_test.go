@@ -21,6 +21,8 @@ import (
 
 	"github.com/agentflow/agentflow/exechost"
 	"github.com/agentflow/agentflow/internal/cli"
+	"github.com/agentflow/agentflow/internal/cli/engine"
+	"github.com/agentflow/agentflow/internal/testenv"
 	"github.com/agentflow/agentflow/worker"
 )
 
@@ -52,7 +54,7 @@ func (e *cliEnv) agentctl(t *testing.T, args ...string) (int, string, string) {
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	full := append([]string{"--address", e.address}, args...)
-	code := cli.Run(ctx, "test", full, cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+	code := cli.Run(ctx, "test", full, cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, engine.Commands())
 	t.Logf("agentctl %s → %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
 	return code, out.String(), errb.String()
 }
@@ -72,29 +74,11 @@ func (e *cliEnv) writeSpec(t *testing.T, name, body string) string {
 	return p
 }
 
-func cliRequire(t *testing.T, ok bool, format string, args ...any) {
-	t.Helper()
-	if ok {
-		return
-	}
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("AGENTFLOW_REQUIRE_DOCKER") == "1" {
-		t.Fatalf("AGENTFLOW_REQUIRE_DOCKER=1 but %s", msg)
-	}
-	t.Skip("skipping CLI e2e: " + msg)
-}
-
 // realHostProblem says why the real Docker host cannot be used ("" = it can).
 func realHostProblem(t *testing.T, root string) (string, map[string]string, *dockerclient.Client) {
-	dc, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
+	dc, err := testenv.DockerClient(t.Context())
 	if err != nil {
-		return fmt.Sprintf("docker client: %v", err), nil, nil
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	if _, err := dc.Ping(ctx); err != nil {
-		dc.Close()
-		return fmt.Sprintf("Docker daemon not reachable: %v", err), nil, nil
+		return err.Error(), nil, nil
 	}
 	b, err := os.ReadFile(filepath.Join(root, ".data", "images.json"))
 	if err != nil {
@@ -119,12 +103,8 @@ func realHostProblem(t *testing.T, root string) (string, map[string]string, *doc
 
 func startCLIEnv(t *testing.T) *cliEnv {
 	t.Helper()
-	wd, err := os.Getwd()
-	require.NoError(t, err)
-	root := filepath.Dir(wd)
-	bin := filepath.Join(root, "bin", "temporal")
-	_, err = os.Stat(bin)
-	cliRequire(t, err == nil, "temporal CLI not built at %s (make temporal)", bin)
+	root := testenv.RepoRoot(t)
+	bin := testenv.TemporalBinary(t)
 
 	tmp := t.TempDir()
 	e := &cliEnv{dir: tmp, logDir: filepath.Join(tmp, "logs"), label: fmt.Sprintf("cli-%d-%d", os.Getpid(), time.Now().UnixNano())}
@@ -135,8 +115,8 @@ func startCLIEnv(t *testing.T) *cliEnv {
 		e.real, e.images, e.docker = true, images, dc
 		t.Cleanup(func() { dc.Close() })
 	} else {
-		if os.Getenv("AGENTFLOW_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("AGENTFLOW_REQUIRE_DOCKER=1 but %s", problem)
+		if testenv.Required() {
+			t.Fatalf("%s=1 but %s", testenv.RequireEnv, problem)
 		}
 		t.Logf("CLI e2e: using the in-process fake sandbox host (%s)", problem)
 		fake := newFakeHost()

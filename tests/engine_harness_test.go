@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agentflow/agentflow/internal/spec"
+	"github.com/agentflow/agentflow/internal/testenv"
 	"github.com/agentflow/agentflow/worker"
 	"github.com/agentflow/agentflow/workflows"
 )
@@ -35,13 +35,7 @@ import (
 
 // engineFreePort asks the kernel for a free port. Another process could
 // take it before the server binds it; devserver.Start then fails clearly.
-func engineFreePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func engineFreePort(t *testing.T) int { return testenv.FreePort(t) }
 
 // engineEnv is shared by the subtests of one TestEngine* function.
 type engineEnv struct {
@@ -60,22 +54,10 @@ type engineEnv struct {
 // prerequisite is missing.
 func engineRequire(t *testing.T, ok bool, format string, args ...any) {
 	t.Helper()
-	if ok {
-		return
-	}
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("AGENTFLOW_REQUIRE_DOCKER") == "1" {
-		t.Fatalf("AGENTFLOW_REQUIRE_DOCKER=1 but %s", msg)
-	}
-	t.Skip("skipping engine e2e: " + msg)
+	testenv.Need(t, ok, format, args...)
 }
 
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	require.NoError(t, err)
-	return filepath.Dir(wd) // tests/ is one level below the root
-}
+func repoRoot(t *testing.T) string { return testenv.RepoRoot(t) }
 
 type imageEntry struct {
 	Name    string `json:"name"`
@@ -106,17 +88,8 @@ func startEngine(t *testing.T) *engineEnv {
 	t.Helper()
 	root := repoRoot(t)
 
-	dc, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
-	engineRequire(t, err == nil, "docker client: %v", err)
-	pctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	_, err = dc.Ping(pctx)
-	cancel()
-	engineRequire(t, err == nil, "Docker daemon not reachable: %v", err)
-	t.Cleanup(func() { dc.Close() })
-
-	bin := filepath.Join(root, "bin", "temporal")
-	_, err = os.Stat(bin)
-	engineRequire(t, err == nil, "temporal CLI not built at %s (make temporal)", bin)
+	dc := testenv.Docker(t)
+	bin := testenv.TemporalBinary(t)
 
 	images := loadImages(t, root, "echo", "wsfile", "testtool")
 

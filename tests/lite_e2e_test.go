@@ -18,8 +18,8 @@ import (
 func TestLeanAgentctlForwardsEngineVerbs(t *testing.T) {
 	dir := t.TempDir()
 	lean, engine := filepath.Join(dir, "agentctl"), filepath.Join(dir, "agentctl-engine")
-	for _, b := range []struct{ out, tags string }{{lean, "lite"}, {engine, ""}} {
-		cmd := exec.Command("go", "build", "-tags", b.tags, "-o", b.out, "./cmd/agentctl")
+	for _, b := range []struct{ out, pkg string }{{lean, "./cmd/agentctl-lean"}, {engine, "./cmd/agentctl"}} {
+		cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
 		cmd.Dir = repoRoot(t)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		out, err := cmd.CombinedOutput()
@@ -45,6 +45,13 @@ func TestLeanAgentctlForwardsEngineVerbs(t *testing.T) {
 	require.NoError(t, os.WriteFile(bad, []byte("name: x\nsteps: []\n"), 0o600))
 	code, out = run(lean, "validate", "-f", bad)
 	require.Equal(t, 2, code, out)
+
+	// One help text: the lean binary's top-level help is the engine's.
+	code, leanHelp := run(lean, "--help")
+	require.Equal(t, 0, code, leanHelp)
+	code, engineHelp := run(engine, "--help")
+	require.Equal(t, 0, code, engineHelp)
+	require.Equal(t, engineHelp, leanHelp)
 
 	// Forwarded: the engine's own help text and its exit codes.
 	code, out = run(lean, "logs", "--help")

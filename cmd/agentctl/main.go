@@ -1,5 +1,6 @@
-// Command agentctl validates, submits and inspects agentflow workflows and
-// runs the agentflow worker.
+// Command agentctl (installed as bin/agentctl-engine) is the full build:
+// every verb, including those that talk to Temporal and run the worker.
+// The lean bin/agentctl (cmd/agentctl-lean) execs it for engine verbs.
 package main
 
 import (
@@ -9,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/agentflow/agentflow/internal/cli"
+	"github.com/agentflow/agentflow/internal/cli/engine"
 )
 
 // version is set by the Makefile (-ldflags "-X main.version=...").
@@ -21,7 +23,7 @@ func main() {
 		Out:        os.Stdout,
 		Err:        os.Stderr,
 		IsTerminal: cli.IsTerminal(os.Stdout),
-	})
+	}, engine.Commands())
 	stop()
 	os.Exit(code)
 }

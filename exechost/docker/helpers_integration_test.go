@@ -21,6 +21,7 @@ import (
 	"github.com/agentflow/agentflow/exechost/checkpoint"
 	"github.com/agentflow/agentflow/exechost/docker"
 	"github.com/agentflow/agentflow/exechost/docker/policy"
+	"github.com/agentflow/agentflow/internal/testenv"
 )
 
 const baseTag = "agentflow/base:latest"
@@ -31,42 +32,15 @@ var suiteLabel = fmt.Sprintf("exechost-docker-%d", os.Getpid())
 
 var testLabels = map[string]string{"agentflow.test": "1", "agentflow.test.suite": suiteLabel}
 
-// TestMain fails the package when any test container is left behind.
+// TestMain fails the package when a container or network of this suite
+// (test label plus suiteLabel) created during the run is left behind.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation()); err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		list, err := c.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "agentflow.test=1"), filters.Arg("label", "agentflow.test.suite="+suiteLabel))})
-		cancel()
-		if err == nil && len(list) > 0 {
-			for _, s := range list {
-				fmt.Fprintf(os.Stderr, "LEFTOVER container %s %v %s\n", s.ID[:12], s.Names, s.State)
-			}
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(testenv.Main(m, "agentflow.test=1", "agentflow.test.suite="+suiteLabel))
 }
 
 // dockerClient returns a client to a live daemon or skips; with
 // AGENTFLOW_REQUIRE_DOCKER=1 a missing daemon fails the test instead.
-func dockerClient(t *testing.T) *client.Client {
-	t.Helper()
-	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err == nil {
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-		_, err = c.Ping(ctx)
-		cancel()
-	}
-	if err != nil {
-		if os.Getenv("AGENTFLOW_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("AGENTFLOW_REQUIRE_DOCKER=1 but no Docker daemon answers: %v", err)
-		}
-		t.Skipf("skipping: no Docker daemon answers (%v); set AGENTFLOW_REQUIRE_DOCKER=1 to fail instead", err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
+func dockerClient(t *testing.T) *client.Client { return testenv.Docker(t) }
 
 // imageID resolves a local tag to its immutable ID.
 func imageID(t *testing.T, c *client.Client, tag string) string {

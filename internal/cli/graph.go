@@ -17,17 +17,17 @@ func newGraphCmd(g *Options) *cobra.Command {
 		Long:  "Print the DAG, including implicit dependencies from .steps.X references (dashed).",
 		Example: `  agentctl graph -f specs/daily-tech-news.yaml
   agentctl graph -f specs/complaint-handler.yaml --format dot | dot -Tsvg > g.svg`,
-		Args: argsUsage(cobra.NoArgs),
+		Args: ArgsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
-				return usageErr("graph: no spec given (use -f spec.yaml)")
+				return UsageErr("graph: no spec given (use -f spec.yaml)")
 			}
 			if format != "mermaid" && format != "dot" {
-				return usageErr("graph: invalid --format %q: want mermaid or dot", format)
+				return UsageErr("graph: invalid --format %q: want mermaid or dot", format)
 			}
 			plan, err := spec.LoadFile(file)
 			if err != nil {
-				printProblems(g.Streams.Err, err)
+				PrintProblems(g.Streams.Err, err)
 				return &ExitError{Code: ExitInvalid, Silent: true}
 			}
 			out, err := graph.Render(plan, format)

@@ -55,13 +55,17 @@ func (e *ExitError) Error() string {
 
 func (e *ExitError) Unwrap() error { return e.Err }
 
-// usageErr marks invalid invocations (exit 2).
-func usageErr(format string, a ...any) error {
+// UsageErr marks invalid invocations (exit 2).
+func UsageErr(format string, a ...any) error {
 	return &ExitError{Code: ExitInvalid, Err: fmt.Errorf(format, a...)}
 }
 
-// NewRootCmd builds the agentctl command tree.
-func NewRootCmd(version string, s Streams) *cobra.Command {
+// NewRootCmd builds the agentctl command tree. engine holds the
+// constructors of the engine verbs (the full build, internal/cli/engine);
+// with nil engine, as in the lean build, each engine verb is a stub that
+// hands the invocation to agentctl-engine by exec. Either way every verb's
+// short help comes from the one verb table (verbs.go).
+func NewRootCmd(version string, s Streams, engine Constructors) *cobra.Command {
 	opts := &Options{Streams: s}
 	root := &cobra.Command{
 		Use:           "agentctl",
@@ -72,7 +76,7 @@ func NewRootCmd(version string, s Streams) *cobra.Command {
 		// Unknown verbs are usage errors (exit 2), not failures.
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErr("unknown command %q (see agentctl --help)", args[0])
+				return UsageErr("unknown command %q (see agentctl --help)", args[0])
 			}
 			return nil
 		},
@@ -82,7 +86,7 @@ func NewRootCmd(version string, s Streams) *cobra.Command {
 			case "table", "json":
 				return nil
 			default:
-				return usageErr("invalid --output %q: want table or json", opts.Output)
+				return UsageErr("invalid --output %q: want table or json", opts.Output)
 			}
 		},
 	}
@@ -94,24 +98,27 @@ func NewRootCmd(version string, s Streams) *cobra.Command {
 	})
 
 	pf := root.PersistentFlags()
-	pf.StringVar(&opts.Address, "address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend address (env TEMPORAL_ADDRESS)")
-	pf.StringVar(&opts.Namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	pf.StringVar(&opts.Address, "address", EnvOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend address (env TEMPORAL_ADDRESS)")
+	pf.StringVar(&opts.Namespace, "namespace", EnvOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
 	pf.StringVarP(&opts.Output, "output", "o", "table", "output format: table|json")
 
 	root.AddCommand(
 		newValidateCmd(opts),
 		newGraphCmd(opts),
 	)
-	addEngineCommands(root, opts)
+	addEngineCommands(root, opts, engine)
 	return root
 }
 
-// Run executes agentctl with args and returns the process exit code.
-func Run(ctx context.Context, version string, args []string, s Streams) int {
-	if code, done := forwardEarly(args); done {
-		return code
+// Run executes agentctl with args and returns the process exit code; engine
+// is as for NewRootCmd.
+func Run(ctx context.Context, version string, args []string, s Streams, engine Constructors) int {
+	if engine == nil {
+		if code, done := forwardCompletion(args, s.Err); done {
+			return code
+		}
 	}
-	root := NewRootCmd(version, s)
+	root := NewRootCmd(version, s, engine)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -128,9 +135,9 @@ func Run(ctx context.Context, version string, args []string, s Streams) int {
 	return ExitFailure
 }
 
-// argsUsage wraps a cobra positional-args validator so that its errors are
+// ArgsUsage wraps a cobra positional-args validator so that its errors are
 // usage errors (exit 2).
-func argsUsage(v cobra.PositionalArgs) cobra.PositionalArgs {
+func ArgsUsage(v cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := v(cmd, args); err != nil {
 			return &ExitError{Code: ExitInvalid, Err: err}
@@ -139,7 +146,8 @@ func argsUsage(v cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
-func envOr(key, def string) string {
+// EnvOr returns the environment variable key, or def when it is unset or empty.
+func EnvOr(key, def string) string {
 	if v, ok := os.LookupEnv(key); ok && v != "" {
 		return v
 	}

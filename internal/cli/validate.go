@@ -25,11 +25,11 @@ Temporal. Every problem is reported as file:line:col: message. Exit code 2 when
 any spec is invalid.`,
 		Example: `  agentctl validate -f specs/daily-tech-news.yaml
   agentctl validate -f a.yaml -f b.yaml -o json`,
-		Args: argsUsage(cobra.ArbitraryArgs),
+		Args: ArgsUsage(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Files = append(o.Files, args...)
 			if len(o.Files) == 0 {
-				return usageErr("validate: no spec given (use -f spec.yaml)")
+				return UsageErr("validate: no spec given (use -f spec.yaml)")
 			}
 			return runValidate(o)
 		},
@@ -73,7 +73,7 @@ func runValidate(o *validateOptions) error {
 			continue
 		}
 		if err != nil {
-			printProblems(o.Streams.Err, err)
+			PrintProblems(o.Streams.Err, err)
 			continue
 		}
 		fmt.Fprintf(o.Streams.Out, "%s: valid (%s %s, %d steps)\n", f, plan.Name, plan.Version, len(plan.Steps))
@@ -108,8 +108,8 @@ func problems(err error) []problemReport {
 	return []problemReport{{Message: err.Error()}}
 }
 
-// printProblems writes one file:line:col: message line per problem.
-func printProblems(w interface{ Write([]byte) (int, error) }, err error) {
+// PrintProblems writes one file:line:col: message line per problem.
+func PrintProblems(w interface{ Write([]byte) (int, error) }, err error) {
 	var list spec.ErrorList
 	if errors.As(err, &list) {
 		for _, e := range list {

@@ -15,7 +15,7 @@ import (
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := Run(t.Context(), "test", args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+	code := Run(t.Context(), "test", args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, nil)
 	return code, out.String(), errb.String()
 }
 

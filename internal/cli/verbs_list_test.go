@@ -1,29 +1,50 @@
 package cli
 
 import (
-	"slices"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 )
 
-// The lean build forwards exactly the verbs listed in verbs.go; a verb added
-// to the full build but not there would be missing from `agentctl --help`.
-func TestEngineVerbsListMatchesFullBuild(t *testing.T) {
-	root := NewRootCmd("test", Streams{})
-	var full []string
+// The lean build (no constructors) lists every verb of the table, in table
+// order, with the table's short help, each as a forwarding stub.
+func TestLeanRootListsEveryEngineVerb(t *testing.T) {
+	root := NewRootCmd("test", Streams{}, nil)
+	for _, v := range EngineVerbs {
+		cmd, _, err := root.Find([]string{v.Name})
+		require.NoError(t, err, v.Name)
+		require.Equal(t, v.Name, cmd.Name())
+		require.Equal(t, v.Short, cmd.Short, v.Name)
+		require.True(t, cmd.DisableFlagParsing, "%s must forward its flags untouched", v.Name)
+	}
+	var names []string
 	for _, c := range root.Commands() {
-		switch c.Name() {
-		case "validate", "graph", "help", "completion":
-			continue
-		}
-		full = append(full, c.Name())
+		names = append(names, c.Name())
 	}
-	var listed []string
-	for _, v := range engineVerbs {
-		listed = append(listed, v.Name)
+	require.Subset(t, names, []string{"validate", "graph"})
+	require.Len(t, names, len(EngineVerbs)+2, "lean verbs: %v", names)
+}
+
+func TestCheckConstructorsRefusesDrift(t *testing.T) {
+	stub := func(o *Options) *cobra.Command { return &cobra.Command{Use: "x"} }
+	full := Constructors{}
+	for _, v := range EngineVerbs {
+		full[v.Name] = stub
 	}
-	slices.Sort(full)
-	slices.Sort(listed)
-	require.Equal(t, full, listed)
+	require.NoError(t, CheckConstructors(full))
+
+	missing := Constructors{}
+	for _, v := range EngineVerbs[1:] {
+		missing[v.Name] = stub
+	}
+	require.ErrorContains(t, CheckConstructors(missing), `engine verb "`+EngineVerbs[0].Name+`" has no constructor`)
+
+	extra := Constructors{"frobnicate": stub}
+	for _, v := range EngineVerbs {
+		extra[v.Name] = stub
+	}
+	require.ErrorContains(t, CheckConstructors(extra), `constructor "frobnicate" is not in the verb table`)
+
+	require.Panics(t, func() { NewRootCmd("test", Streams{}, missing) })
 }

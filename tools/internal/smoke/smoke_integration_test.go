@@ -15,8 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/client"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentflow/agentflow/internal/testenv"
 )
 
 type image struct {
@@ -26,45 +27,16 @@ type image struct {
 	ID      string `json:"id"`
 }
 
-// requireDocker skips without a live daemon, unless AGENTFLOW_REQUIRE_DOCKER=1
-// (CI), where a missing daemon is a failure.
+// requireDocker skips without a live daemon or docker CLI, unless
+// AGENTFLOW_REQUIRE_DOCKER=1 (CI), where either missing is a failure.
 func requireDocker(t *testing.T) {
 	t.Helper()
-	fail := func(format string, args ...any) {
-		if os.Getenv("AGENTFLOW_REQUIRE_DOCKER") == "1" {
-			t.Fatalf(format, args...)
-		}
-		t.Skipf(format+" (set AGENTFLOW_REQUIRE_DOCKER=1 to fail instead)", args...)
-	}
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		fail("docker client: %v", err)
-		return
-	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if _, err := cli.Ping(ctx); err != nil {
-		fail("docker daemon not reachable: %v", err)
-	}
-	if _, err := exec.LookPath("docker"); err != nil {
-		fail("docker CLI not found: %v", err)
-	}
+	testenv.Docker(t)
+	_, err := exec.LookPath("docker")
+	testenv.Need(t, err == nil, "docker CLI not found: %v", err)
 }
 
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, parent, dir, "go.mod not found above the test")
-		dir = parent
-	}
-}
+func repoRoot(t *testing.T) string { return testenv.RepoRoot(t) }
 
 func loadImages(t *testing.T) map[string]image {
 	t.Helper()

@@ -1,6 +1,4 @@
-//go:build !lite
-
-package cli
+package engine
 
 import (
 	"context"
@@ -28,8 +26,7 @@ type resumeOptions struct {
 func newResumeCmd(g *Options) *cobra.Command {
 	o := &resumeOptions{Options: g, dial: dialerFor(g)}
 	cmd := &cobra.Command{
-		Use:   "resume ID [--from-step S] [--wait]",
-		Short: "Re-run part of a finished agent as a new run",
+		Use: "resume ID [--from-step S] [--wait]",
 		Long: `Start a new run under the same agent ID that re-runs step S and everything
 downstream of it, and takes every other step's output, status and checkpoint
 from the previous run (those steps show as carried). Without --from-step it

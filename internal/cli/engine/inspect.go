@@ -1,6 +1,4 @@
-//go:build !lite
-
-package cli
+package engine
 
 import (
 	"context"
@@ -26,8 +24,7 @@ type inspectOptions struct {
 func newInspectCmd(g *Options) *cobra.Command {
 	o := &inspectOptions{Options: g, dial: dialerFor(g)}
 	cmd := &cobra.Command{
-		Use:   "inspect ID [--run-id R]",
-		Short: "Show an agent run's status document (JSON)",
+		Use: "inspect ID [--run-id R]",
 		Long: `Print the inspect document of an agent run: id, run_id, name, version,
 status, current_step, progress, started_at, finished_at, step_history,
 context and outputs. It comes from the run's 'status' query, which works on

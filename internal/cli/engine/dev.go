@@ -1,6 +1,4 @@
-//go:build !lite
-
-package cli
+package engine
 
 import (
 	"context"
@@ -27,8 +25,7 @@ type devFlags struct {
 func newDevCmd(opts *Options) *cobra.Command {
 	var f devFlags
 	cmd := &cobra.Command{
-		Use:   "dev",
-		Short: "Run a Temporal dev server and a worker in the foreground",
+		Use: "dev",
 		Long: `Start the Temporal CLI development server (SQLite state in .data/temporal.db,
 Web UI on :8233, agentflow's search attributes registered) on the port of
 --address, wait until it answers, then run a worker against it. Ctrl-C

@@ -1,6 +1,4 @@
-//go:build !lite
-
-package cli
+package engine
 
 import (
 	"context"
@@ -31,8 +29,7 @@ type toolOptions struct {
 func newToolCmd(g *Options) *cobra.Command {
 	o := &toolOptions{Options: g, dial: dialerFor(g), resolveImage: resolveLocalImage}
 	cmd := &cobra.Command{
-		Use:   "tool",
-		Short: "Manage the tool registry (stored in Temporal)",
+		Use: "tool",
 		Long: `The tool registry maps name:version to a digest-pinned image. It lives in
 Temporal itself: a long-lived workflow (ID agentflow-tool-registry) whose state
 is the registry, changed by validated Updates and read by a query, so there is

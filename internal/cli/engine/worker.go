@@ -1,6 +1,4 @@
-//go:build !lite
-
-package cli
+package engine
 
 import (
 	"fmt"
@@ -130,8 +128,7 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 func newWorkerCmd(opts *Options) *cobra.Command {
 	var f workerFlags
 	cmd := &cobra.Command{
-		Use:   "worker",
-		Short: "Run an agentflow worker (workflows, sandboxed steps, health, metrics)",
+		Use: "worker",
 		Long: `Run the agentflow worker: it polls the Temporal task queue, interprets
 AgentWorkflow runs and executes each step in a hardened Docker sandbox. It
 serves /healthz ({"status":"ok"} only when Temporal and Docker answer) and

@@ -1,6 +1,4 @@
-//go:build !lite
-
-package cli
+package engine
 
 import (
 	"context"
@@ -28,8 +26,7 @@ type listOptions struct {
 func newListCmd(g *Options) *cobra.Command {
 	o := &listOptions{Options: g, dial: dialerFor(g)}
 	cmd := &cobra.Command{
-		Use:   "list [--filter name=GLOB|status=S|spec=N]...",
-		Short: "List agent runs",
+		Use: "list [--filter name=GLOB|status=S|spec=N]...",
 		Long: `List agent runs from Temporal visibility (the AgentName, AgentSpec and
 AgentStatus search attributes), newest first: one row per run.
 

@@ -1,6 +1,4 @@
-//go:build !lite
-
-package cli
+package engine
 
 import (
 	"context"
@@ -44,8 +42,7 @@ type scheduleOptions struct {
 func newScheduleCmd(g *Options) *cobra.Command {
 	o := &scheduleOptions{Options: g, dial: dialerFor(g)}
 	cmd := &cobra.Command{
-		Use:   "schedule",
-		Short: "Manage cron schedules of specs (Temporal Schedules)",
+		Use: "schedule",
 		Long: `Run a spec on its 'schedule:' (cron and timezone) with Temporal Schedules.
 'schedule create' resolves the spec's tools once, so every scheduled run uses
 the same digest-pinned images; each run is an agent with the ID

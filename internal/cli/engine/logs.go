@@ -1,6 +1,4 @@
-//go:build !lite
-
-package cli
+package engine
 
 import (
 	"context"
@@ -29,8 +27,7 @@ type logsOptions struct {
 func newLogsCmd(g *Options) *cobra.Command {
 	o := &logsOptions{Options: g, dial: dialerFor(g)}
 	cmd := &cobra.Command{
-		Use:   "logs ID --step S [--tail N] [-f] [--attempt K]",
-		Short: "Show a step's tool logs",
+		Use: "logs ID --step S [--tail N] [-f] [--attempt K]",
 		Long: `Print the tool stderr (and stdout of failed attempts) of one step, per
 attempt, from the log store the worker writes (a local directory by default:
 <log-dir>/<agent>/<run>/<step>/<attempt>.log, so run this where the worker

@@ -1,6 +1,4 @@
-//go:build !lite
-
-package cli
+package engine
 
 import (
 	"context"

@@ -1,6 +1,4 @@
-//go:build !lite
-
-package cli
+package engine
 
 import (
 	"context"
@@ -27,8 +25,7 @@ type approveOptions struct {
 func newApproveCmd(g *Options) *cobra.Command {
 	o := &approveOptions{Options: g, dial: dialerFor(g)}
 	cmd := &cobra.Command{
-		Use:   "approve ID --step S [--reject] [--comment C]",
-		Short: "Approve (or reject) an approval step",
+		Use: "approve ID --step S [--reject] [--comment C]",
 		Long: `Send the 'approval' signal for one approval step of a running agent. The
 step succeeds on approve and fails on --reject (the comment is kept in its
 record). A decision sent before the step is reached is kept until it waits.`,

@@ -1,6 +1,4 @@
-//go:build !lite
-
-package cli
+package engine
 
 import (
 	"context"
@@ -20,8 +18,7 @@ type cancelOptions struct {
 func newCancelCmd(g *Options) *cobra.Command {
 	o := &cancelOptions{Options: g, dial: dialerFor(g)}
 	cmd := &cobra.Command{
-		Use:   "cancel ID [--wait]",
-		Short: "Cancel a running agent",
+		Use: "cancel ID [--wait]",
 		Long: `Request cancellation of the agent's latest run. Running tools get SIGTERM and
 their sandboxes are destroyed after a grace period; the steps and the run end
 canceled / CANCELED. With --wait, return once the run has closed.`,

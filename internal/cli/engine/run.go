@@ -1,6 +1,4 @@
-//go:build !lite
-
-package cli
+package engine
 
 import (
 	"context"
@@ -38,8 +36,7 @@ type runOptions struct {
 func newRunCmd(g *Options) *cobra.Command {
 	o := &runOptions{Options: g, dial: dialerFor(g)}
 	cmd := &cobra.Command{
-		Use:   "run -f spec.yaml [--name N] [--input k=v]... [--input-file f.json] [--wait] [--dry-run]",
-		Short: "Submit an agent run",
+		Use: "run -f spec.yaml [--name N] [--input k=v]... [--input-file f.json] [--wait] [--dry-run]",
 		Long: `Parse, validate and compile the spec (exactly as 'validate'), type the inputs
 against its declarations, resolve every 'tool: name:version' through the tool
 registry to its digest-pinned image, and start an AgentWorkflow. The run
