@@ -115,7 +115,7 @@ func CheckEnvValue(value string) error {
 		return fmt.Errorf("value contains NUL")
 	}
 	if k := CredentialKind(value); k != "" {
-		return fmt.Errorf("value looks like a %s: declare it as a secret instead of plain env", k)
+		return fmt.Errorf("value looks like a credential (%s): declare it as a secret instead of plain env", k)
 	}
 	return nil
 }

@@ -163,7 +163,7 @@ func (v *validator) checkStep(i int, inputs, secrets map[string]bool, edges map[
 			if LooksSecret(k) {
 				v.errKey(kp, "env %q looks like a secret: plain values are refused, set it to \"{{ .secrets.NAME }}\" and declare the secret", k)
 			} else if kind := exechost.CredentialKind(st.Env[k]); kind != "" {
-				v.errf(kp, "env %q: the value looks like a %s: declare it under secrets: and set the env to \"{{ .secrets.NAME }}\"", k, kind)
+				v.errf(kp, "env %q: the value looks like a credential (%s): declare it under secrets: and set the env to \"{{ .secrets.NAME }}\"", k, kind)
 			}
 		}
 	}
