@@ -98,7 +98,9 @@ func (s *suite) provisionPolicy(t *testing.T) {
 		{"loader env", func(r *exechost.ProvisionRequest) { r.Env = map[string]string{"LD_PRELOAD": "/workspace/x.so"} }},
 		{"lower-case loader env", func(r *exechost.ProvisionRequest) { r.Env = map[string]string{"ld_library_path": "/workspace"} }},
 		{"PATH env", func(r *exechost.ProvisionRequest) { r.Env = map[string]string{"PATH": "/workspace/bin"} }},
-		{"runtime injector env", func(r *exechost.ProvisionRequest) { r.Env = map[string]string{"NODE_OPTIONS": "--require /workspace/x.js"} }},
+		{"runtime injector env", func(r *exechost.ProvisionRequest) {
+			r.Env = map[string]string{"NODE_OPTIONS": "--require /workspace/x.js"}
+		}},
 		{"credential-shaped env value", func(r *exechost.ProvisionRequest) {
 			r.Env = map[string]string{"T0KEN": "ghp_" + strings.Repeat("a", 36)}
 		}},
