@@ -1,18 +1,18 @@
 package activities
 
 import (
-	"encoding/json"
-	"sort"
 	"strings"
+
+	"github.com/agentflow/agentflow/exechost"
 )
 
 // redacted replaces every secret value the step saw.
 const redacted = "***"
 
 // scrubber removes secret values from everything that leaves the activity:
-// output, logs, failure messages. It also removes the values' JSON-escaped
-// forms, since tool stdout is JSON and a secret with a quote or a newline
-// appears escaped there.
+// output, logs, failure messages. It also removes the values' encoded
+// forms (secretForms): tool stdout is JSON, so a secret with a quote
+// appears escaped there, and an Authorization header carries base64.
 type scrubber struct {
 	r *strings.Replacer
 }
@@ -30,35 +30,13 @@ func newScrubber(values []string) *scrubber {
 }
 
 // secretForms is every form of the values that must never leave the
-// activity or reach a checkpoint: each non-empty value and, when it differs,
-// its JSON-escaped form. Sorted longest first (then bytewise): a
-// strings.Replacer tries patterns in argument order, so a secret that
-// contains another secret is replaced whole.
-func secretForms(values []string) []string {
-	set := map[string]struct{}{}
-	for _, v := range values {
-		if v == "" {
-			continue
-		}
-		set[v] = struct{}{}
-		if b, err := json.Marshal(v); err == nil {
-			if esc := string(b[1 : len(b)-1]); esc != v {
-				set[esc] = struct{}{}
-			}
-		}
-	}
-	forms := make([]string, 0, len(set))
-	for v := range set {
-		forms = append(forms, v)
-	}
-	sort.Slice(forms, func(i, j int) bool {
-		if len(forms[i]) != len(forms[j]) {
-			return len(forms[i]) > len(forms[j])
-		}
-		return forms[i] < forms[j]
-	})
-	return forms
-}
+// activity or reach a checkpoint: the values, their JSON-escaped forms and,
+// for values of at least exechost.MinEncodedSecret bytes, their base64 (std
+// and URL-safe, every alignment), hex and URL-escaped forms. Sorted longest
+// first: a strings.Replacer tries patterns in argument order, so a form
+// that contains another is replaced whole. One definition for scrubbing and
+// checkpoint redaction: exechost.SecretForms.
+func secretForms(values []string) []string { return exechost.SecretForms(values) }
 
 func (s *scrubber) String(v string) string {
 	if s.r == nil {

@@ -24,7 +24,9 @@ type CheckpointID string
 // Contract, for every implementation:
 //   - Provision validates the whole request before creating anything; a
 //     request that breaks policy returns an error matching ErrPolicy and
-//     leaves nothing behind.
+//     leaves nothing behind. The host-neutral rules are Validator's (env
+//     names and values, pinned images, floors, workspace syntax): every
+//     host runs it and adds only the rules of its own mechanism.
 //   - Exec and Checkpoint on the same execution never overlap (a checkpoint
 //     sees a quiescent workspace). Exec calls on different executions are
 //     independent and may run concurrently.
@@ -144,7 +146,7 @@ type ExecResult struct {
 type CheckpointRequest struct {
 	Reason string
 	// Redact are values that must not appear in the stored checkpoint (the
-	// step's secret values and their encoded forms). Every byte of regular
+	// step's secret values and their encoded forms, see SecretForms). Every byte of regular
 	// file content that belongs to an occurrence of any value, overlapping
 	// occurrences included, is replaced by one '*': the same length, so the
 	// stored archive stays valid and the manifest's size and SHA-256 describe

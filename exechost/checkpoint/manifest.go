@@ -34,7 +34,6 @@ const maxManifestBytes = 64 << 10
 var (
 	// Compiled on first use: every agentctl start (validate must stay fast)
 	// would otherwise pay for these at package init.
-	idPattern     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`) })
 	sha256Pattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}$`) })
 )
 
@@ -59,8 +58,8 @@ type Manifest struct {
 // ValidID reports whether id is safe to use as a file or object name: no
 // separators, no "..", bounded length.
 func ValidID(id exechost.CheckpointID) error {
-	if !idPattern().MatchString(string(id)) {
-		return fmt.Errorf("checkpoint id %q: must match %s: %w", id, idPattern(), exechost.ErrPolicy)
+	if err := exechost.CheckCheckpointID(id); err != nil { // the one syntax rule
+		return fmt.Errorf("%w: %w", err, exechost.ErrPolicy)
 	}
 	return nil
 }
@@ -77,7 +76,7 @@ func (m *Manifest) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("schema_version %d, want %d", m.SchemaVersion, SchemaVersion))
 	}
-	if !idPattern().MatchString(string(m.ID)) {
+	if exechost.CheckCheckpointID(m.ID) != nil {
 		errs = append(errs, fmt.Errorf("id %q invalid", m.ID))
 	}
 	if m.ExecutionID == "" {

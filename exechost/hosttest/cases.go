@@ -94,6 +94,22 @@ func (s *suite) provisionPolicy(t *testing.T) {
 		{"secret env", func(r *exechost.ProvisionRequest) { r.Env = map[string]string{"GITHUB_TOKEN": "x"} }},
 		{"camel-case secret env", func(r *exechost.ProvisionRequest) { r.Env = map[string]string{"openaiApiKey": "x"} }},
 		{"password env", func(r *exechost.ProvisionRequest) { r.Env = map[string]string{"DB_PASSWORD": "x"} }},
+		{"dashed secret env", func(r *exechost.ProvisionRequest) { r.Env = map[string]string{"api-key": "x"} }},
+		{"loader env", func(r *exechost.ProvisionRequest) { r.Env = map[string]string{"LD_PRELOAD": "/workspace/x.so"} }},
+		{"lower-case loader env", func(r *exechost.ProvisionRequest) { r.Env = map[string]string{"ld_library_path": "/workspace"} }},
+		{"PATH env", func(r *exechost.ProvisionRequest) { r.Env = map[string]string{"PATH": "/workspace/bin"} }},
+		{"runtime injector env", func(r *exechost.ProvisionRequest) {
+			r.Env = map[string]string{"NODE_OPTIONS": "--require /workspace/x.js"}
+		}},
+		{"credential-shaped env value", func(r *exechost.ProvisionRequest) {
+			r.Env = map[string]string{"T0KEN": "ghp_" + strings.Repeat("a", 36)}
+		}},
+		{"private key env value", func(r *exechost.ProvisionRequest) {
+			r.Env = map[string]string{"CFG": "-----BEGIN RSA PRIVATE KEY-----"}
+		}},
+		{"tag plus digest image", func(r *exechost.ProvisionRequest) {
+			r.Image = "busybox:1.36@sha256:" + strings.Repeat("ab", 32)
+		}},
 		{"no cpu", zero(func(l *exechost.ResourceLimits) { l.NanoCPUs = 0 })},
 		{"no memory", zero(func(l *exechost.ResourceLimits) { l.MemoryBytes = 0 })},
 		{"no disk", zero(func(l *exechost.ResourceLimits) { l.DiskBytes = 0 })},
@@ -172,6 +188,11 @@ func (s *suite) execPolicy(t *testing.T) {
 		{"secret in plain env", exechost.ExecRequest{Command: Cmd.Exit(0, ""), Env: map[string]string{"API_TOKEN": "x"}}},
 		{"secret also in env", exechost.ExecRequest{Command: Cmd.Exit(0, ""), Env: map[string]string{"X": "1"}, Secrets: map[string]string{"X": "2"}}},
 		{"invalid env name", exechost.ExecRequest{Command: Cmd.Exit(0, ""), Env: map[string]string{"A=B": "x"}}},
+		{"loader env", exechost.ExecRequest{Command: Cmd.Exit(0, ""), Env: map[string]string{"LD_PRELOAD": "/workspace/x.so"}}},
+		{"loader as secret", exechost.ExecRequest{Command: Cmd.Exit(0, ""), Secrets: map[string]string{"LD_AUDIT": "/workspace/x.so"}}},
+		{"PATH env", exechost.ExecRequest{Command: Cmd.Exit(0, ""), Env: map[string]string{"PATH": "/workspace"}}},
+		{"AWS key id in plain env", exechost.ExecRequest{Command: Cmd.Exit(0, ""), Env: map[string]string{"KEY_ID": "AKIAIOSFODNN7EXAMPLE"}}},
+		{"JWT in plain env", exechost.ExecRequest{Command: Cmd.Exit(0, ""), Env: map[string]string{"SESSION": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.sig"}}},
 		{"negative timeout", exechost.ExecRequest{Command: Cmd.Exit(0, ""), Timeout: -time.Second}},
 	}
 	for _, tt := range tests {

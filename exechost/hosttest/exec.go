@@ -16,7 +16,7 @@ import (
 // killing); a context that ends while the handler runs destroys the sandbox
 // and returns ErrAborted, as on the Docker host.
 func (f *Fake) Exec(ctx context.Context, id exechost.ExecutionID, req exechost.ExecRequest) (*exechost.ExecResult, error) {
-	if err := f.policy.ValidateExec(req); err != nil {
+	if err := f.rules.ValidateExec(req); err != nil {
 		return nil, fmt.Errorf("exec %s: %w", id, err)
 	}
 	e, err := f.acquire(id)

@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/agentflow/agentflow/exechost"
-	"github.com/agentflow/agentflow/exechost/docker/policy"
-	"github.com/agentflow/agentflow/exechost/docker/workspace"
 	"github.com/agentflow/agentflow/exechost/gitsource"
 )
 
@@ -25,9 +23,10 @@ import (
 type Options struct {
 	// Handler plays every Exec (default DefaultHandler).
 	Handler Handler
-	// Policy is the validation the Fake applies: the Docker host's own
-	// policy package, so both refuse exactly the same requests.
-	Policy policy.Config
+	// Rules is the validation the Fake applies: the host-neutral
+	// exechost.Validator every host runs, so the Fake and a real host
+	// refuse the same requests.
+	Rules exechost.Validator
 	// Images are the image references that exist. Empty: every pinned
 	// reference exists.
 	Images []string
@@ -56,7 +55,7 @@ type Stats struct {
 // copies layered in order. It is safe for concurrent use.
 type Fake struct {
 	handler Handler
-	policy  *policy.Policy
+	rules   exechost.Validator
 	images  map[string]bool
 	git     func(ctx context.Context, src exechost.GitSource, maxBytes int64) (map[string]File, error)
 
@@ -101,13 +100,9 @@ type stored struct {
 
 // NewFake returns a Fake.
 func NewFake(opts Options) (*Fake, error) {
-	p, err := policy.New(opts.Policy)
-	if err != nil {
-		return nil, err
-	}
 	f := &Fake{
 		handler:     opts.Handler,
-		policy:      p,
+		rules:       opts.Rules,
 		execs:       map[exechost.ExecutionID]*execution{},
 		gone:        map[exechost.ExecutionID]bool{},
 		checkpoints: map[exechost.CheckpointID]*stored{},
@@ -140,7 +135,7 @@ func NewFake(opts Options) (*Fake, error) {
 // Provision implements exechost.ExecutionHost. A second Provision of a live
 // execution with the same image returns it unchanged, as on the Docker host.
 func (f *Fake) Provision(ctx context.Context, req exechost.ProvisionRequest) (*exechost.Execution, error) {
-	if err := f.policy.ValidateProvision(req); err != nil {
+	if err := f.rules.ValidateProvision(req); err != nil {
 		return nil, fmt.Errorf("provision %s: %w", req.ExecutionID, err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -340,11 +335,11 @@ func (f *Fake) Checkpoint(ctx context.Context, id exechost.ExecutionID, req exec
 	// code): a name is refused, never quoted, unless the sandbox was
 	// provisioned with it; content keeps its length.
 	for p, fl := range files {
-		if workspace.ContainsAny(p, req.Redact) && !e.inherited[p] {
+		if exechost.ContainsAny(p, req.Redact) && !e.inherited[p] {
 			return nil, fmt.Errorf("checkpoint %s: %w: %w", id,
-				&exechost.PolicyError{Field: exechost.PolicyFieldRedact, Reason: "workspace entry refused"}, workspace.ErrSecretName)
+				&exechost.PolicyError{Field: exechost.PolicyFieldRedact, Reason: "workspace entry refused"}, exechost.ErrSecretName)
 		}
-		fl.Data = workspace.RedactBytes(fl.Data, req.Redact)
+		fl.Data = exechost.RedactBytes(fl.Data, req.Redact)
 		files[p] = fl
 	}
 	size, sum := digestFiles(files)

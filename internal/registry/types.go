@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentflow/agentflow/exechost"
 )
 
 // Names shared by the registry workflow, the worker and agentctl.
@@ -100,13 +102,6 @@ var (
 	// would otherwise pay for these at package init.
 	nameRe    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,62}[a-z0-9])?$`) })
 	versionRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$`) })
-	hex64     = `[a-f0-9]{64}`
-	imageIDRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:` + hex64 + `$`) })
-	// repo: lowercase path components separated by / with an optional
-	// registry host[:port] first, as in the distribution reference grammar.
-	repoDigestRe = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^([a-zA-Z0-9.-]+(:[0-9]+)?/)?[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*@sha256:` + hex64 + `$`)
-	})
 )
 
 // ErrInvalid marks a request that is malformed (bad name, version or
@@ -129,17 +124,18 @@ func ValidateVersion(v string) error {
 	return nil
 }
 
-// ValidateImageRef accepts only immutable references: repo@sha256:<64 hex>
-// or a local image ID sha256:<64 hex>. A mutable tag is refused; the CLI
-// resolves one with --pin before it gets here.
+// ValidateImageRef accepts only immutable references (the sandbox rule,
+// exechost.CheckPinnedImage): repo@sha256:<64 hex> or a local image ID
+// sha256:<64 hex>; name:tag@sha256:… is refused. A mutable tag is refused;
+// the CLI resolves one with --pin before it gets here.
 func ValidateImageRef(ref string) error {
-	switch {
-	case imageIDRe().MatchString(ref), repoDigestRe().MatchString(ref):
+	switch err := exechost.CheckPinnedImage(ref); {
+	case err == nil:
 		return nil
-	case strings.Contains(ref, "@sha256:") || strings.HasPrefix(ref, "sha256:"):
-		return fmt.Errorf("%w: image %q: malformed digest (want sha256:<64 lowercase hex>)", ErrInvalid, ref)
-	default:
+	case errors.Is(err, exechost.ErrUnpinnedImage):
 		return fmt.Errorf("%w: image %q is not digest-pinned: use repo@sha256:<digest> or a local image ID sha256:<hex>, or pass --pin to resolve a tag", ErrInvalid, ref)
+	default:
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 }
 

@@ -102,6 +102,18 @@ func kindName(n *yaml.Node) string {
 	return "an unsupported node"
 }
 
+// refuseTag reports a custom (application-specific) YAML tag such as !step
+// on any node: the spec format has no such tags, and a decoder that
+// ignores one lets a spec mean something else to another YAML reader.
+// Standard tags (!!str, !!int, …) and untagged nodes pass. The node is
+// still decoded as if untagged, so the rest of the spec is checked too.
+func (d *decoder) refuseTag(n *yaml.Node, path string) {
+	if !strings.HasPrefix(n.ShortTag(), "!!") {
+		d.errAt(n, path, "custom YAML tag %s is not supported: specs use plain YAML values", n.Tag)
+		n.Tag = "" // reported once, also when an alias reaches it again
+	}
+}
+
 func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
 
 var (
@@ -117,6 +129,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) 
 		return
 	}
 	d.s.nodes[path] = n
+	d.refuseTag(n, path)
 	if depth > maxValueDepth {
 		d.errAt(orig, path, "nesting deeper than %d levels", maxValueDepth)
 		return
@@ -244,6 +257,7 @@ func (d *decoder) decodeAny(n *yaml.Node, path string, depth int) any {
 		return nil
 	}
 	d.s.nodes[path] = n
+	d.refuseTag(n, path)
 	if depth > maxValueDepth {
 		d.errAt(orig, path, "nesting deeper than %d levels", maxValueDepth)
 		return nil
@@ -395,6 +409,7 @@ func (d *decoder) entries(n *yaml.Node, path string, depth int, fn func(key stri
 			d.errAt(kn, path, "mapping keys must be strings, got %s", kindName(kr))
 			continue
 		}
+		d.refuseTag(kr, path)
 		if kr.ShortTag() == "!!merge" {
 			merged = append(merged, d.mergeEntries(vn, path, depth)...)
 			continue

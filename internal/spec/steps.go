@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentflow/agentflow/exechost"
 	"github.com/agentflow/agentflow/internal/expr"
 )
 
@@ -101,8 +102,13 @@ func (v *validator) checkStep(i int, inputs, secrets map[string]bool, edges map[
 	if v.has(p+".tool") && !toolRe.MatchString(st.Tool) {
 		v.errf(p+".tool", "invalid tool %q: want name:version of a registered tool, e.g. imap-fetcher:1.2", st.Tool)
 	}
-	if v.has(p+".image") && !digestRefRe.MatchString(st.Image) && !imageIDRe.MatchString(st.Image) {
-		v.errf(p+".image", "image %q is not pinned: use repo@sha256:<64 hex> or a local image ID sha256:<64 hex> (or register a tool with --pin)", st.Image)
+	if v.has(p + ".image") {
+		switch err := exechost.CheckPinnedImage(st.Image); {
+		case errors.Is(err, exechost.ErrUnpinnedImage):
+			v.errf(p+".image", "image %q is not pinned: use repo@sha256:<64 hex> or a local image ID sha256:<64 hex> (or register a tool with --pin)", st.Image)
+		case err != nil:
+			v.errf(p+".image", "%v", err)
+		}
 	}
 
 	// Dependencies: explicit first.
@@ -141,15 +147,24 @@ func (v *validator) checkStep(i int, inputs, secrets map[string]bool, edges map[
 	}
 	for _, k := range v.s.order[p+".env"] {
 		kp := childPath(p+".env", k)
-		if !envNameRe.MatchString(k) {
+		// The name and value rules are the sandbox's own (exechost): what
+		// passes here passes every host, and the other way round.
+		switch {
+		case !exechost.ValidEnvName(k):
 			v.errKey(kp, "invalid env name %q: want letters, digits and '_', not starting with a digit", k)
+		case exechost.ChoosesCode(k):
+			v.errKey(kp, "env %q chooses which code runs (dynamic loader, PATH, shell start-up or runtime injection) and is refused; configure the tool through its inputs", k)
 		}
 		t := v.checkTemplate(kp, st.Env[k], useEnv, i, inputs, secrets, ctx)
-		if t == nil || !LooksSecret(k) {
+		if t == nil {
 			continue
 		}
-		if _, ok := t.SecretName(); !ok {
-			v.errKey(kp, "env %q looks like a secret: plain values are refused, set it to \"{{ .secrets.NAME }}\" and declare the secret", k)
+		if _, isSecret := t.SecretName(); !isSecret {
+			if LooksSecret(k) {
+				v.errKey(kp, "env %q looks like a secret: plain values are refused, set it to \"{{ .secrets.NAME }}\" and declare the secret", k)
+			} else if kind := exechost.CredentialKind(st.Env[k]); kind != "" {
+				v.errf(kp, "env %q: the value looks like a credential (%s): declare it under secrets: and set the env to \"{{ .secrets.NAME }}\"", k, kind)
+			}
 		}
 	}
 

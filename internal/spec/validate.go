@@ -10,6 +10,8 @@ import (
 	_ "time/tzdata" // IANA zones on any machine: validation must not depend on the host's zoneinfo
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/agentflow/agentflow/exechost"
 )
 
 // Built-in defaults, used when neither the step nor the spec's defaults set
@@ -26,19 +28,19 @@ const (
 	DefaultApprovalTimeout = 24 * time.Hour
 )
 
-// Bounds. Minimums match the Docker reference host's policy (its floors
-// keep sh, sleep and tar working); maximums catch typos (4Ti of memory).
+// Bounds. Minimums are the sandbox floors every host shares (exechost);
+// maximums catch typos (4Ti of memory).
 const (
 	MaxRetries      = 10
 	MaxStepTimeout  = 7 * 24 * time.Hour
 	MaxApprovalWait = 365 * 24 * time.Hour
-	minNanoCPUs     = 10_000_000 // 0.01 CPU, Docker's floor
+	minNanoCPUs     = exechost.MinNanoCPUs
 	maxNanoCPUs     = 256 * 1_000_000_000
-	minMemoryBytes  = 8 << 20
+	minMemoryBytes  = exechost.MinMemoryBytes
 	maxMemoryBytes  = 1 << 40
-	minDiskBytes    = 1 << 20
+	minDiskBytes    = exechost.MinDiskBytes
 	maxDiskBytes    = 1 << 40
-	minPids         = 8
+	minPids         = exechost.MinPids
 	maxPids         = 32768
 	minOutputBytes  = 1 << 10
 	maxOutputBytes  = 1 << 30
@@ -47,28 +49,18 @@ const (
 )
 
 var (
-	nameRe      = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
-	semverRe    = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
-	symbolRe    = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
-	stepIDRe    = regexp.MustCompile(`^[a-z0-9_]+$`)
-	toolRe      = regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]*:[A-Za-z0-9][A-Za-z0-9._+-]*$`)
-	digestRefRe = regexp.MustCompile(`^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$`)
-	imageIDRe   = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	envNameRe   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	envVarRe    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	vaultRe     = regexp.MustCompile(`^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)+$`)
-	// Same list as the Docker host's policy (exechost/docker/policy), matched
-	// on the upper-cased name with '_' and '-' removed.
-	secretLikeRe = regexp.MustCompile(`TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|APIKEY|CREDENTIAL|PRIVATEKEY|ACCESSKEY`)
+	nameRe   = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	semverRe = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
+	symbolRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
+	stepIDRe = regexp.MustCompile(`^[a-z0-9_]+$`)
+	toolRe   = regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]*:[A-Za-z0-9][A-Za-z0-9._+-]*$`)
+	vaultRe  = regexp.MustCompile(`^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)+$`)
 )
 
 // LooksSecret reports whether an env var name looks like it carries a
-// credential (token, secret, password, API key, ...).
-func LooksSecret(name string) bool {
-	return secretLikeRe.MatchString(strings.ToUpper(separatorDropper.Replace(name)))
-}
-
-var separatorDropper = strings.NewReplacer("_", "", "-", "")
+// credential (token, secret, password, API key, ...): the sandbox rule
+// every host applies, exechost.LooksSecret.
+func LooksSecret(name string) bool { return exechost.LooksSecret(name) }
 
 // Validate checks a parsed spec and returns every problem at once as an
 // ErrorList (nil when the spec is valid), including those Parse found.
@@ -266,7 +258,7 @@ func checkSecretSource(src string) error {
 	}
 	switch scheme {
 	case "env":
-		if !envVarRe.MatchString(rest) {
+		if !exechost.ValidEnvName(rest) {
 			return fmt.Errorf("invalid secret source %q: env://VAR needs a variable name", src)
 		}
 	case "file":
@@ -320,7 +312,7 @@ func (v *validator) checkWorkspace() {
 			v.errf("workspace.git.revision", "revision must not be empty (omit it for HEAD)")
 		case strings.HasPrefix(r, "-"):
 			v.errf("workspace.git.revision", "revision %q looks like a command-line option", r)
-		case strings.ContainsFunc(r, func(c rune) bool { return c <= ' ' || c == 0x7f }) || len(r) > 256:
+		case exechost.CheckRevision(r) != nil:
 			v.errf("workspace.git.revision", "revision %q is not a plain branch, tag or commit", r)
 		}
 	}
