@@ -164,6 +164,11 @@ type CheckpointRequest struct {
 // an entry's name or symlink target contains a CheckpointRequest.Redact value.
 const PolicyFieldRedact = "checkpoint.redact"
 
+// PolicyFieldCheckpointWorkspace is the PolicyError field when a checkpoint
+// is refused because the workspace holds an entry no checkpoint may store
+// (a symlink that could lead out, see CheckSymlink; a hard link; a device).
+const PolicyFieldCheckpointWorkspace = "checkpoint.workspace"
+
 // Checkpoint describes a stored snapshot.
 type Checkpoint struct {
 	CheckpointID CheckpointID

@@ -263,3 +263,29 @@ func TestLoadOrCreateLocalKeyring(t *testing.T) {
 	require.False(t, created)
 	require.Equal(t, k1, k2, "the key survives a restart")
 }
+
+func TestLoadOrCreateLocalKeyringConcurrently(t *testing.T) {
+	dir := t.TempDir()
+	const n = 8
+	rings := make(chan *Keyring, n)
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			k, _, err := LoadOrCreateLocalKeyring(dir)
+			rings <- k
+			errs <- err
+		}()
+	}
+	var first *Keyring
+	for range n {
+		require.NoError(t, <-errs)
+		k := <-rings
+		if first == nil {
+			first = k
+		}
+		require.Equal(t, first, k, "every worker gets the same key")
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "no temp file is left")
+}

@@ -56,7 +56,7 @@ func (h *Host) Checkpoint(ctx context.Context, id exechost.ExecutionID, req exec
 			// The tool made an entry no checkpoint may hold (an escaping
 			// symlink, a hard link, a device): its doing, never retried.
 			return nil, fmt.Errorf("checkpoint %s: %w: %w", id,
-				&exechost.PolicyError{Field: "checkpoint.workspace", Reason: "workspace entry refused"}, expErr)
+				&exechost.PolicyError{Field: exechost.PolicyFieldCheckpointWorkspace, Reason: "workspace entry refused"}, expErr)
 		}
 		if errors.Is(expErr, workspace.ErrSecretName) {
 			return nil, fmt.Errorf("checkpoint %s: %w: %w", id,

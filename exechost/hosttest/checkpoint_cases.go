@@ -158,6 +158,39 @@ func (s *suite) tampered(t *testing.T) {
 	require.Equal(t, strings.Repeat("0123456789", 1000), s.run(t, y.ExecutionID, Cmd.Cat("data.txt")))
 }
 
+// symlinkChain: links that could lead out of the workspace, alone or in a
+// chain, are never checkpointed; links that stay inside are.
+func (s *suite) symlinkChain(t *testing.T) {
+	for name, links := range map[string][][2]string{
+		"b -> . and d -> b/..": {{".", "b"}, {"b/..", "d"}},
+		"dot dot after a name": {{"./z/../..", "y/l"}},
+		"climbs past the root": {{"../../etc", "a/l"}},
+		"absolute":             {{"/etc", "l"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			x := s.provision(t, nil)
+			s.run(t, x.ExecutionID, Cmd.Write("keep.txt", "keep"))
+			for _, l := range links {
+				s.run(t, x.ExecutionID, Cmd.Symlink(l[0], l[1]))
+			}
+			_, err := s.h.Host.Checkpoint(t.Context(), x.ExecutionID, exechost.CheckpointRequest{})
+			require.ErrorIs(t, err, exechost.ErrPolicy)
+			var pe *exechost.PolicyError
+			require.ErrorAs(t, err, &pe)
+			require.Equal(t, exechost.PolicyFieldCheckpointWorkspace, pe.Field)
+		})
+	}
+	x := s.provision(t, nil)
+	s.run(t, x.ExecutionID, Cmd.Write("tool/cli.js", "cli"))
+	s.run(t, x.ExecutionID, Cmd.Symlink("../../tool/cli.js", "node_modules/.bin/tool"))
+	ck, err := s.h.Host.Checkpoint(t.Context(), x.ExecutionID, exechost.CheckpointRequest{})
+	require.NoError(t, err, "a link that stays inside is checkpointed")
+	y := s.provision(t, func(r *exechost.ProvisionRequest) {
+		r.Workspace.Checkpoints = []exechost.CheckpointID{ck.CheckpointID}
+	})
+	require.Equal(t, "cli", s.run(t, y.ExecutionID, Cmd.Cat("node_modules/.bin/tool")))
+}
+
 func (s *suite) serialize(t *testing.T) {
 	x := s.provision(t, nil)
 	done := s.execAsync(t.Context(), x.ExecutionID, exechost.ExecRequest{Command: Cmd.Gated("log", "gate"), Timeout: 2 * time.Minute})

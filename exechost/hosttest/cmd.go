@@ -27,6 +27,7 @@ var scripts = map[string]string{
 	opWrite:    `case $1 in */*) mkdir -p "${1%/*}" ;; esac; printf '%s' "$2" > "$1"`,
 	opAppend:   `case $1 in */*) mkdir -p "${1%/*}" ;; esac; printf '%s' "$2" >> "$1"`,
 	opCat:      `cat -- "$1"`,
+	opSymlink:  `case $2 in */*) mkdir -p "${2%/*}" ;; esac; ln -s -- "$1" "$2"`,
 	opEcho:     `cat`,
 	opSleep:    `sleep "$1"`,
 	opFlood:    `yes`,
@@ -39,6 +40,7 @@ const (
 	opWrite    = "hosttest-write"
 	opAppend   = "hosttest-append"
 	opCat      = "hosttest-cat"
+	opSymlink  = "hosttest-symlink"
 	opEcho     = "hosttest-echo"
 	opSleep    = "hosttest-sleep"
 	opFlood    = "hosttest-flood"
@@ -56,6 +58,9 @@ func (Commands) Write(path, content string) []string { return op(opWrite, path, 
 
 // Append appends content to path, creating it and its parents.
 func (Commands) Append(path, content string) []string { return op(opAppend, path, content) }
+
+// Symlink makes link a symbolic link to target, creating parent directories.
+func (Commands) Symlink(target, link string) []string { return op(opSymlink, target, link) }
 
 // Cat prints path; a missing file exits non-zero.
 func (Commands) Cat(path string) []string { return op(opCat, path) }

@@ -122,6 +122,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("LayeredCheckpointsLaterWins", s.layered)
 	t.Run("RestoreRoundTrip", s.restore)
 	t.Run("TamperedCheckpointIsRefused", s.tampered)
+	t.Run("SymlinkChainIsNotCheckpointed", s.symlinkChain)
 	t.Run("ExecAndCheckpointSerialize", s.serialize)
 	t.Run("ExecsOnDifferentSandboxesAreIndependent", s.independent)
 	t.Run("SecretsReachProcessNotCheckpoint", s.secrets)

@@ -335,6 +335,12 @@ func (f *Fake) Checkpoint(ctx context.Context, id exechost.ExecutionID, req exec
 	// code): a name is refused, never quoted, unless the sandbox was
 	// provisioned with it; content keeps its length.
 	for p, fl := range files {
+		if fl.Symlink != "" {
+			if err := exechost.CheckSymlink(p, fl.Symlink); err != nil {
+				return nil, fmt.Errorf("checkpoint %s: %w: %s: %v", id, &exechost.PolicyError{
+					Field: exechost.PolicyFieldCheckpointWorkspace, Reason: "workspace entry refused"}, p, err)
+			}
+		}
 		if exechost.ContainsAny(p, req.Redact) && !e.inherited[p] {
 			return nil, fmt.Errorf("checkpoint %s: %w: %w", id,
 				&exechost.PolicyError{Field: exechost.PolicyFieldRedact, Reason: "workspace entry refused"}, exechost.ErrSecretName)

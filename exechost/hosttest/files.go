@@ -25,6 +25,9 @@ func Encode(files map[string]File) []byte {
 	for _, p := range slices.Sorted(maps.Keys(files)) {
 		f := files[p]
 		fmt.Fprintf(&b, "%s\x00%o\x00%d\x00", p, f.Mode.Perm(), len(f.Data))
+		if f.Symlink != "" {
+			fmt.Fprintf(&b, "->%s\x00", f.Symlink)
+		}
 		b.Write(f.Data)
 	}
 	return b.Bytes()

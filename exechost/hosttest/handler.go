@@ -74,6 +74,10 @@ func DefaultHandler(ctx context.Context, x ExecContext) Result {
 		if err := x.Workspace.AppendFile(arg(0), []byte(arg(1))); err != nil {
 			return fail(err)
 		}
+	case opSymlink:
+		if err := x.Workspace.Symlink(arg(0), arg(1)); err != nil {
+			return fail(err)
+		}
 	case opCat:
 		b, err := x.Workspace.ReadFile(arg(0))
 		if err != nil {

@@ -17,6 +17,10 @@ import (
 type File struct {
 	Data []byte
 	Mode fs.FileMode // permission bits; 0 reads as 0o644
+	// Symlink, when set, makes the entry a symbolic link to this target
+	// (Data empty). ReadFile follows it; checkpoints apply
+	// exechost.CheckSymlink to it, as the Docker host's filter does.
+	Symlink string
 }
 
 // ErrNoSpace is what a write past the workspace's DiskBytes returns, like
@@ -47,7 +51,7 @@ func newWorkspace(files map[string]File, limit int64) *Workspace {
 }
 
 func copyFile(f File) File {
-	return File{Data: append([]byte(nil), f.Data...), Mode: f.Mode}
+	return File{Data: append([]byte(nil), f.Data...), Mode: f.Mode, Symlink: f.Symlink}
 }
 
 // Clean maps a path as a command sees it (relative to /workspace, or
@@ -89,11 +93,24 @@ func (w *Workspace) ReadFile(name string) ([]byte, error) {
 		return nil, err
 	}
 	defer w.mu.Unlock()
-	f, ok := w.files[p]
-	if !ok {
-		return nil, fmt.Errorf("%s: %w", name, fs.ErrNotExist)
+	for hops := 0; ; hops++ {
+		f, ok := w.files[p]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%s: %w", name, fs.ErrNotExist)
+		case f.Symlink == "":
+			return append([]byte(nil), f.Data...), nil
+		case hops >= 40:
+			return nil, fmt.Errorf("%s: too many levels of symbolic links: %w", name, fs.ErrInvalid)
+		}
+		// Lexical is enough here: checkpoints only hold links that obey
+		// exechost.CheckSymlink, and a link in the way is not modelled.
+		next, err := Clean(path.Join(path.Dir(p), f.Symlink))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		p = next
 	}
-	return append([]byte(nil), f.Data...), nil
 }
 
 // Exists reports whether name is a file or an implied directory.
@@ -121,6 +138,25 @@ func (w *Workspace) existsLocked(p string) bool {
 // WriteFile replaces name (mode 0 keeps an existing file's mode, else 0o644).
 func (w *Workspace) WriteFile(name string, data []byte, mode fs.FileMode) error {
 	return w.write(name, data, mode, false)
+}
+
+// Symlink makes name a symbolic link to target (replacing a file there).
+func (w *Workspace) Symlink(target, name string) error {
+	p, err := Clean(name)
+	if err != nil {
+		return err
+	}
+	if err := w.lock(); err != nil {
+		return err
+	}
+	defer w.mu.Unlock()
+	if _, exists := w.files[p]; !exists && w.existsLocked(p) {
+		return fmt.Errorf("%s: is a directory: %w", name, fs.ErrExist)
+	}
+	w.size -= int64(len(w.files[p].Data))
+	w.files[p] = File{Mode: 0o777, Symlink: target}
+	w.notifyLocked()
+	return nil
 }
 
 // AppendFile appends to name, creating it.
