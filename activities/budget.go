@@ -8,7 +8,7 @@ import "time"
 // RunStep (exec deadline, sandbox runtime) alike, so the two cannot drift.
 const (
 	// BudgetMargin is what an attempt needs besides the tool's own run:
-	// provision the sandbox, restore the workspace (a git archive or a few
+	// provision the sandbox, restore the workspace (a git revision or a few
 	// checkpoint layers of at most the disk limit), checkpoint and
 	// terminate. Two minutes covers that on a loaded single machine.
 	BudgetMargin = 2 * time.Minute

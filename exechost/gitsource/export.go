@@ -369,14 +369,16 @@ func (t *Tree) write(w io.Writer, r *bufio.Reader) error {
 		}
 		switch e.Kind {
 		case "symlink":
-			if e.Size > maxPathLen {
-				return refuse(fieldTree, "symlink %q: target longer than %d bytes", truncate(e.Path), maxPathLen)
+			if e.Size > exechost.MaxLinkTargetBytes {
+				return refuse(fieldTree, "symlink %q: target longer than %d bytes", truncate(e.Path), exechost.MaxLinkTargetBytes)
 			}
 			target := make([]byte, e.Size)
 			if _, err := io.ReadFull(r, target); err != nil {
 				return fmt.Errorf("cat-file: %w", err)
 			}
-			if err := checkSymlink(e.Path, string(target)); err != nil {
+			// The one workspace symlink rule (chains included), shared
+			// with checkpoints; the Docker host's filter applies it again.
+			if err := exechost.CheckSymlink(e.Path, string(target)); err != nil {
 				return refuse(fieldTree, "symlink %q: %v", truncate(e.Path), err)
 			}
 			if err := tw.WriteHeader(hdr(e.Path, tar.TypeSymlink, 0o777, 0, string(target))); err != nil {
@@ -399,28 +401,4 @@ func (t *Tree) write(w io.Writer, r *bufio.Reader) error {
 		}
 	}
 	return tw.Close()
-}
-
-// checkSymlink is the symlink rule for imported trees: a relative target
-// that, resolved lexically from the link's directory, stays inside the
-// workspace.
-//
-// TODO(H4): replace with exechost.CheckSymlink once the checkpoint slice
-// lands it on main, so git import and checkpoints share one symlink rule
-// (including the chain rule: a target passing through another link). The
-// Docker host's workspace filter applies its own check to this stream too.
-func checkSymlink(name, target string) error {
-	switch {
-	case target == "":
-		return errors.New("empty target")
-	case strings.ContainsRune(target, 0):
-		return errors.New("target contains NUL")
-	case strings.HasPrefix(target, "/"):
-		return fmt.Errorf("absolute target %q", truncate(target))
-	}
-	resolved := path.Join(path.Dir(name), target)
-	if resolved == ".." || strings.HasPrefix(resolved, "../") {
-		return fmt.Errorf("target %q points outside the workspace", truncate(target))
-	}
-	return nil
 }

@@ -473,10 +473,15 @@ func TestCraftedTrees(t *testing.T) {
 		"link-absolute": {"120000 blob " + link("/etc") + "\tl"},
 		"link-up":       {"120000 blob " + link("../../etc") + "\tl"},
 		"link-dir-file": {"120000 blob " + link(".") + "\ta", "040000 tree " + subTree + "\ta"},
+		// b -> . and d -> b/.. : each passes a lexical check, together
+		// they resolve to the workspace's parent (the chain rule).
+		"link-chain": {"120000 blob " + link(".") + "\tb", "120000 blob " + link("b/..") + "\td"},
+		"link-nul":   {"120000 blob " + link("a\x00b") + "\tl"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := export(t, im, r.dir, mk(lines...), 1<<20)
 			require.ErrorIs(t, err, exechost.ErrPolicy)
+			t.Log(err)
 		})
 	}
 	t.Run("submodule is an empty directory", func(t *testing.T) {

@@ -65,7 +65,7 @@ type Secret struct {
 }
 
 type Workspace struct {
-	Git *GitSource `yaml:"git" doc:"Start root steps from a git revision (git archive, no .git)."`
+	Git *GitSource `yaml:"git" doc:"Start root steps from a git revision (its files only, no .git; the repository must lie under a worker --git-root)."`
 }
 
 type GitSource struct {

@@ -1,5 +1,5 @@
 // Package workspace moves /workspace contents in and out of a sandbox as tar
-// streams: git archive import, checkpoint export and restore, and the path
+// streams: git import (exechost/gitsource), checkpoint export and restore, and the path
 // safety filter every incoming and outgoing stream passes through.
 //
 // Tar never touches the host file system here: streams are produced and

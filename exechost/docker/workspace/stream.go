@@ -17,7 +17,7 @@ type Runner interface {
 	Run(ctx context.Context, containerID string, cmd runner.Command) (runner.Result, error)
 }
 
-// Opener opens one layer of a workspace (a checkpoint, a git archive).
+// Opener opens one layer of a workspace (a checkpoint, a git revision from exechost/gitsource).
 type Opener func(ctx context.Context) (io.ReadCloser, error)
 
 // Commands run inside the sandbox, as the sandbox user. busybox tar:
