@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentflow/agentflow/activities"
 	"github.com/agentflow/agentflow/internal/spec"
+	"github.com/agentflow/agentflow/internal/testenv"
 )
 
 const testImage = "sha256:0000000000000000000000000000000000000000000000000000000000000001"
@@ -56,7 +57,7 @@ func newHarness(t *testing.T) *harness {
 	var ts testsuite.WorkflowTestSuite
 	// Workflow and SDK logs go to the test's output: shown on failure or -v.
 	ts.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(t.Output(), nil))))
-	h := &harness{t: t, env: ts.NewTestWorkflowEnvironment(), requests: map[string][]activities.StepRequest{}}
+	h := &harness{t: t, env: testenv.WorkflowEnv(&ts), requests: map[string][]activities.StepRequest{}}
 	h.env.RegisterWorkflowWithOptions(AgentWorkflow, workflow.RegisterOptions{Name: WorkflowName})
 	h.env.OnActivity(acts.RunFinished, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, ev activities.RunEvent) error {

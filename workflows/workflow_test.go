@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentflow/agentflow/activities"
 	"github.com/agentflow/agentflow/internal/spec"
+	"github.com/agentflow/agentflow/internal/testenv"
 )
 
 func TestLinearSuccess(t *testing.T) {
@@ -414,7 +415,7 @@ func activityAttempt(ctx context.Context) int32 {
 
 func TestRunFinishedFailureDoesNotChangeOutcome(t *testing.T) {
 	var ts testsuite.WorkflowTestSuite
-	env := ts.NewTestWorkflowEnvironment()
+	env := testenv.WorkflowEnv(&ts)
 	env.RegisterWorkflowWithOptions(AgentWorkflow, workflow.RegisterOptions{Name: WorkflowName})
 	env.OnActivity(acts.RunFinished, mock.Anything, mock.Anything).
 		Return(errors.New("webhook unreachable")).Times(5) // its own retry policy

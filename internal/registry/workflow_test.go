@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentflow/agentflow/internal/testenv"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
@@ -40,7 +41,7 @@ type outcome struct {
 func runScript(t *testing.T, st State, probe func(ProbeRequest) (*ProbeResult, error), steps []step) (*testsuite.TestWorkflowEnvironment, []outcome) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := testenv.WorkflowEnv(&s)
 	env.RegisterWorkflowWithOptions(RegistryWorkflow, workflow.RegisterOptions{Name: WorkflowName})
 	env.RegisterActivity(&Prober{})
 	env.OnActivity("ProbeTool", mock.Anything, mock.Anything).Return(
@@ -189,7 +190,7 @@ func TestRegistryStoresProbeUsageAndTime(t *testing.T) {
 func TestRegistryContinuesAsNewCarryingState(t *testing.T) {
 	prior := map[string]map[string]Tool{"old": {"0.1": {Name: "old", Version: "0.1", Image: imgA, Digest: imgA}}}
 	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := testenv.WorkflowEnv(&s)
 	env.RegisterWorkflowWithOptions(RegistryWorkflow, workflow.RegisterOptions{Name: WorkflowName})
 	env.RegisterActivity(&Prober{})
 	env.OnActivity("ProbeTool", mock.Anything, mock.Anything).Return(func(_ context.Context, req ProbeRequest) (*ProbeResult, error) { return okProbe(req) })
