@@ -63,6 +63,10 @@ type Config struct {
 	CheckpointDir      string
 	LogDir             string
 	VaultDir           string // dev Vault for vault:// secrets; "" disables vault://
+	// SecretPolicy: the secret sources this worker may resolve (worker
+	// --secret-env-allow, --secret-file-root, --secret-vault-prefix). The
+	// zero value allows none; Run refuses to start on an invalid one.
+	SecretPolicy secrets.Policy
 	// GPUPolicy: what to do with steps that request GPUs when the sandbox
 	// host has no GPU runtime ("" = require: fail them, non-retryably;
 	// ignore: run them without a GPU).
@@ -153,6 +157,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	if err := cfg.SecretPolicy.Check(); err != nil {
+		return fmt.Errorf("secret policy: %w", err)
+	}
+	log.Info("secret sources this worker resolves (nothing else)", "policy", cfg.SecretPolicy.Summary())
 	m := metrics.New()
 
 	c, err := dial(ctx, cfg, m)
@@ -175,7 +183,7 @@ func Run(ctx context.Context, cfg Config) error {
 	acts := activities.New(activities.Options{
 		Host:    backend.Host,
 		Logs:    logstore.NewDir(cfg.LogDir),
-		Secrets: secretResolver(cfg.VaultDir),
+		Secrets: secretResolver(cfg.SecretPolicy, cfg.VaultDir),
 		Metrics: m,
 		Logger:  log,
 		Labels:  cfg.SandboxLabels,
@@ -296,10 +304,11 @@ func reap(ctx context.Context, log *slog.Logger, b *Backend, m *metrics.Metrics)
 	}
 }
 
-// secretResolver: env:// and file:// always; vault:// from the dev Vault
-// directory when configured (a real Vault client would plug in here).
-func secretResolver(vaultDir string) secrets.Resolver {
-	s := &secrets.Sources{}
+// secretResolver: env://, file:// and vault:// as far as the policy allows;
+// vault:// from the dev Vault directory when configured (a real Vault
+// client would plug in here).
+func secretResolver(policy secrets.Policy, vaultDir string) secrets.Resolver {
+	s := &secrets.Sources{Policy: policy}
 	if vaultDir != "" {
 		s.Vault = secrets.DirVault{Dir: vaultDir}
 	}

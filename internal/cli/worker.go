@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentflow/agentflow/activities"
+	"github.com/agentflow/agentflow/internal/secrets"
 	"github.com/agentflow/agentflow/worker"
 	"github.com/agentflow/agentflow/workflows"
 )
@@ -30,6 +31,10 @@ type workerFlags struct {
 	LogFormat          string
 	SandboxLabels      []string
 	GPUPolicy          string
+	// Secret sources the operator allows (nothing by default).
+	SecretEnvAllow      []string
+	SecretFileRoots     []string
+	SecretVaultPrefixes []string
 }
 
 func (f *workerFlags) register(cmd *cobra.Command) {
@@ -45,6 +50,9 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.SandboxLabels, "sandbox-label", nil, "KEY=VALUE label added to every sandbox (repeatable)")
 	fl.StringVar(&f.GPUPolicy, "gpu-policy", string(activities.GPUPolicyRequire),
 		"steps that request a GPU on a host without a GPU runtime: require (fail them) | ignore (run them without a GPU, with "+activities.EnvGPUIgnored+"=1)")
+	fl.StringArrayVar(&f.SecretEnvAllow, "secret-env-allow", nil, "env://NAME secrets may read worker variables whose name matches this glob (repeatable; worker settings such as TEMPORAL_*, AGENTFLOW_*, VAULT_*, AWS_* never)")
+	fl.StringArrayVar(&f.SecretFileRoots, "secret-file-root", nil, "file:// secrets may read regular files under this directory, symlinks staying inside it (repeatable; never /proc, /sys, /dev)")
+	fl.StringArrayVar(&f.SecretVaultPrefixes, "secret-vault-prefix", nil, "vault:// secrets may read paths under this prefix, by whole segments (repeatable)")
 	fl.StringVar(&f.LogLevel, "log-level", "info", "debug|info|warn|error")
 	fl.StringVar(&f.LogFormat, "log-format", "text", "text|json")
 }
@@ -60,6 +68,10 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 	gpuPolicy, err := activities.ParseGPUPolicy(f.GPUPolicy)
 	if err != nil {
 		return worker.Config{}, usageErr("--gpu-policy: %v", err)
+	}
+	policy := secrets.Policy{EnvAllow: f.SecretEnvAllow, FileRoots: f.SecretFileRoots, VaultPrefixes: f.SecretVaultPrefixes}
+	if err := policy.Check(); err != nil {
+		return worker.Config{}, usageErr("%v", err)
 	}
 	labels := map[string]string{}
 	for _, kv := range f.SandboxLabels {
@@ -83,6 +95,7 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		Logger:             logger,
 		SandboxLabels:      labels,
 		GPUPolicy:          gpuPolicy,
+		SecretPolicy:       policy,
 	}, nil
 }
 
@@ -113,8 +126,13 @@ serves /healthz ({"status":"ok"} only when Temporal and Docker answer) and
 Prometheus /metrics, reaps orphaned sandboxes at start and every minute, and
 on SIGTERM stops taking work and waits for running steps (up to 30 s).
 
-Secrets are resolved on the worker: env://VAR from its environment,
-file:///path from its filesystem, vault://path/key from --vault-dir.
+Secrets are resolved on the worker, and only those its operator allows
+(nothing by default): env://VAR from its environment when VAR matches a
+--secret-env-allow pattern, file:///path when the path is under a
+--secret-file-root, vault://path/key from --vault-dir when the path is under a
+--secret-vault-prefix. Worker settings (TEMPORAL_*, AGENTFLOW_*, VAULT_*,
+AWS_*, DOCKER_*, HOME, PATH, ...) and anything under /proc, /sys, /dev are
+never resolved. A refused secret fails its step with PolicyViolation.
 
 A step that requests GPUs (resources.gpu) on a worker whose Docker daemon has
 no nvidia runtime fails at once with a policy error (--gpu-policy require, the
@@ -122,7 +140,8 @@ default); with --gpu-policy ignore it runs without a GPU, a warning is logged
 and the tool sees AGENTFLOW_GPU_IGNORED=1.`,
 		Example: `  agentctl worker
   agentctl worker --max-concurrent-steps 8 --metrics-addr :9100 --webhook-url http://127.0.0.1:9999/hook
-  TEMPORAL_ADDRESS=temporal.internal:7233 agentctl worker --vault-dir /etc/agentflow/vault
+  TEMPORAL_ADDRESS=temporal.internal:7233 agentctl worker --vault-dir /etc/agentflow/vault --secret-vault-prefix prod/slack
+  agentctl worker --secret-env-allow 'SLACK_*' --secret-file-root /run/secrets
   agentctl worker --gpu-policy ignore   # a laptop without GPUs runs GPU steps on the CPU`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
