@@ -32,10 +32,18 @@ func newDockerBackend(ctx context.Context, cfg Config) (*Backend, error) {
 		dc.Close()
 		return nil, fmt.Errorf("checkpoint store %s: %w", cfg.CheckpointDir, err)
 	}
+	if err := docker.CheckRuntime(ctx, dc, cfg.Runtime); err != nil {
+		dc.Close()
+		return nil, err
+	}
+	if cfg.Runtime != "" {
+		cfg.Logger.Info("sandbox runtime", "runtime", cfg.Runtime)
+	}
 	host, err := docker.New(docker.Options{
-		Client: dc,
-		Store:  store,
-		Logger: cfg.Logger.With("component", "exechost"),
+		Client:  dc,
+		Store:   store,
+		Logger:  cfg.Logger.With("component", "exechost"),
+		Runtime: cfg.Runtime,
 	})
 	if err != nil {
 		dc.Close()

@@ -67,6 +67,10 @@ type Config struct {
 	// --secret-env-allow, --secret-file-root, --secret-vault-prefix). The
 	// zero value allows none; Run refuses to start on an invalid one.
 	SecretPolicy secrets.Policy
+	// Runtime: the OCI runtime of every sandbox ("runc", "runsc" for
+	// gVisor, any runtime the daemon registers; "" = the daemon default).
+	// The Docker backend refuses to start when it is not registered.
+	Runtime string
 	// GPUPolicy: what to do with steps that request GPUs when the sandbox
 	// host has no GPU runtime ("" = require: fail them, non-retryably;
 	// ignore: run them without a GPU).

@@ -31,9 +31,24 @@ var suiteLabel = fmt.Sprintf("exechost-docker-%d", os.Getpid())
 
 var testLabels = map[string]string{"agentflow.test": "1", "agentflow.test.suite": suiteLabel}
 
-// TestMain fails the package when any test container is left behind.
+// TestMain runs the whole package once per sandbox runtime in
+// AGENTFLOW_TEST_RUNTIMES (default "runc"; CI sets "runc,runsc"), so every
+// test here — hostile ones included — holds under each runtime (setup
+// builds hosts with sandboxRuntime), and fails the package when any test
+// container is left behind. A pass per runtime rather than a subtest per
+// runtime in each test: a test added later is covered without anyone
+// remembering to wrap it. Each pass announces its runtime and setup logs it
+// in every test, so a failure says which one.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := 0
+	for _, rt := range testRuntimes() {
+		sandboxRuntime = rt
+		fmt.Printf("=== sandbox runtime %s: exechost/docker suite\n", rt)
+		if c := m.Run(); c != 0 {
+			fmt.Printf("--- FAIL: exechost/docker suite under sandbox runtime %s\n", rt)
+			code = c
+		}
+	}
 	if c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation()); err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		list, err := c.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "agentflow.test=1"), filters.Arg("label", "agentflow.test.suite="+suiteLabel))})
@@ -46,6 +61,36 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// sandboxRuntime is the OCI runtime of the current pass ("runc", "runsc").
+var sandboxRuntime = "runc"
+
+// gVisor reports whether this pass runs under gVisor: the checks that
+// differ there (docs/security/gvisor.md) branch on it, stating the
+// difference instead of skipping.
+func gVisor() bool { return sandboxRuntime == "runsc" }
+
+// testRuntimes parses AGENTFLOW_TEST_RUNTIMES.
+func testRuntimes() []string {
+	var out []string
+	for _, r := range strings.Split(os.Getenv("AGENTFLOW_TEST_RUNTIMES"), ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"runc"}
+	}
+	return out
+}
+
+// requireRuntime fails (never skips) when the pass's runtime is not
+// registered with the daemon: CI asked for it.
+func requireRuntime(t *testing.T, c *client.Client) {
+	t.Helper()
+	t.Logf("sandbox runtime: %s", sandboxRuntime)
+	require.NoError(t, docker.CheckRuntime(t.Context(), c, sandboxRuntime), "AGENTFLOW_TEST_RUNTIMES lists %s", sandboxRuntime)
 }
 
 // dockerClient returns a client to a live daemon or skips; with
@@ -91,7 +136,8 @@ func setup(t *testing.T) *env {
 	c := dockerClient(t)
 	store, err := checkpoint.NewLocal(t.TempDir())
 	require.NoError(t, err)
-	h, err := docker.New(docker.Options{Client: c, Store: store, KillGrace: time.Second})
+	requireRuntime(t, c)
+	h, err := docker.New(docker.Options{Client: c, Store: store, KillGrace: time.Second, Runtime: sandboxRuntime})
 	require.NoError(t, err)
 	return &env{c: c, host: h, store: store, base: imageID(t, c, baseTag)}
 }

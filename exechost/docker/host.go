@@ -56,6 +56,10 @@ type Options struct {
 	// MaxWorkspaceEntries bounds files per workspace stream (default 1e6).
 	MaxWorkspaceEntries int
 	Logger              *slog.Logger
+	// Runtime is the OCI runtime every sandbox runs under (HostConfig.Runtime:
+	// "runc", "runsc" for gVisor, any name the daemon registers); "" is the
+	// daemon's default. New does not check it: call CheckRuntime at start.
+	Runtime string
 }
 
 // Host implements exechost.ExecutionHost on a Docker daemon.
@@ -67,6 +71,7 @@ type Host struct {
 	owner   string
 	entries int
 	log     *slog.Logger
+	runtime string
 
 	mu    sync.Mutex
 	execs map[exechost.ExecutionID]*execution
@@ -125,6 +130,7 @@ func New(opts Options) (*Host, error) {
 		owner:   opts.Owner,
 		entries: opts.MaxWorkspaceEntries,
 		log:     opts.Logger,
+		runtime: opts.Runtime,
 		execs:   make(map[exechost.ExecutionID]*execution),
 		gone:    make(map[exechost.ExecutionID]time.Time),
 	}, nil
@@ -311,6 +317,9 @@ func (h *Host) provision(ctx context.Context, e *execution, req exechost.Provisi
 // an earlier attempt (of this or a dead process) left behind.
 func (h *Host) create(ctx context.Context, execID exechost.ExecutionID, spec policy.Spec) (string, error) {
 	for attempt := 0; ; attempt++ {
+		if h.runtime != "" {
+			spec.HostConfig.Runtime = h.runtime
+		}
 		resp, err := h.c.ContainerCreate(ctx, spec.Config, spec.HostConfig, spec.Network, nil, spec.Name)
 		if err == nil {
 			for _, w := range resp.Warnings {

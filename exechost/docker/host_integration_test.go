@@ -476,7 +476,7 @@ func TestRetriedProvisionReplacesLeftover(t *testing.T) {
 
 	// A new host (as after a worker restart) replaces the leftover instead
 	// of duplicating it.
-	h2, err := docker.New(docker.Options{Client: e.c, Store: e.store, Owner: "other-worker:1:1"})
+	h2, err := docker.New(docker.Options{Client: e.c, Store: e.store, Owner: "other-worker:1:1", Runtime: sandboxRuntime})
 	require.NoError(t, err)
 	_, err = h2.Provision(t.Context(), req)
 	require.NoError(t, err)

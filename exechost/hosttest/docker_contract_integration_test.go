@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,8 +70,35 @@ func dockerClient(t *testing.T) *client.Client {
 	return c
 }
 
+// TestDockerHostContract runs the contract suite against the Docker host
+// once per sandbox runtime in AGENTFLOW_TEST_RUNTIMES (default "runc"; CI
+// sets "runc,runsc"), as subtests named by runtime. A listed runtime the
+// daemon does not have fails the subtest (never a skip).
 func TestDockerHostContract(t *testing.T) {
 	c := dockerClient(t)
+	for _, rt := range testRuntimes() {
+		t.Run(rt, func(t *testing.T) {
+			require.NoError(t, docker.CheckRuntime(t.Context(), c, rt), "AGENTFLOW_TEST_RUNTIMES lists %s", rt)
+			dockerHostContract(t, c, rt)
+		})
+	}
+}
+
+// testRuntimes parses AGENTFLOW_TEST_RUNTIMES.
+func testRuntimes() []string {
+	var out []string
+	for _, r := range strings.Split(os.Getenv("AGENTFLOW_TEST_RUNTIMES"), ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"runc"}
+	}
+	return out
+}
+
+func dockerHostContract(t *testing.T, c *client.Client, runtime string) {
 	img, err := c.ImageInspect(t.Context(), baseTag)
 	if errdefs.IsNotFound(err) {
 		t.Fatalf("image %s not found: run `make images` (tools/build-images.sh) first", baseTag)
@@ -78,7 +106,7 @@ func TestDockerHostContract(t *testing.T) {
 	require.NoError(t, err)
 	store, err := checkpoint.NewLocal(t.TempDir())
 	require.NoError(t, err)
-	host, err := docker.New(docker.Options{Client: c, Store: store, KillGrace: time.Second})
+	host, err := docker.New(docker.Options{Client: c, Store: store, KillGrace: time.Second, Runtime: runtime})
 	require.NoError(t, err)
 
 	// containerOf finds id's sandbox behind the host's back, by the label
@@ -94,7 +122,7 @@ func TestDockerHostContract(t *testing.T) {
 		Host:     host,
 		Image:    img.ID,
 		Labels:   map[string]string{"agentflow.test": "1", "agentflow.test.suite": suiteLabel},
-		IDPrefix: fmt.Sprintf("%d-", os.Getpid()),
+		IDPrefix: fmt.Sprintf("%d-%s-", os.Getpid(), runtime),
 		Probe: func(ctx context.Context, id exechost.ExecutionID, argv []string) ([]byte, int, error) {
 			list, err := containers(ctx, id)
 			if err != nil {

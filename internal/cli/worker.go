@@ -35,6 +35,8 @@ type workerFlags struct {
 	SecretEnvAllow      []string
 	SecretFileRoots     []string
 	SecretVaultPrefixes []string
+	// Runtime: OCI runtime of every sandbox.
+	Runtime string
 }
 
 func (f *workerFlags) register(cmd *cobra.Command) {
@@ -53,6 +55,7 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.SecretEnvAllow, "secret-env-allow", nil, "env://NAME secrets may read worker variables whose name matches this glob (repeatable; worker settings such as TEMPORAL_*, AGENTFLOW_*, VAULT_*, AWS_* never)")
 	fl.StringArrayVar(&f.SecretFileRoots, "secret-file-root", nil, "file:// secrets may read regular files under this directory, symlinks staying inside it (repeatable; never /proc, /sys, /dev)")
 	fl.StringArrayVar(&f.SecretVaultPrefixes, "secret-vault-prefix", nil, "vault:// secrets may read paths under this prefix, by whole segments (repeatable)")
+	fl.StringVar(&f.Runtime, "runtime", "", `OCI runtime of every sandbox: runc, runsc (gVisor, a user-space kernel) or any runtime the Docker daemon registers ("" = the daemon's default); the worker refuses to start when it is not registered`)
 	fl.StringVar(&f.LogLevel, "log-level", "info", "debug|info|warn|error")
 	fl.StringVar(&f.LogFormat, "log-format", "text", "text|json")
 }
@@ -96,6 +99,7 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		SandboxLabels:      labels,
 		GPUPolicy:          gpuPolicy,
 		SecretPolicy:       policy,
+		Runtime:            f.Runtime,
 	}, nil
 }
 
@@ -142,6 +146,7 @@ and the tool sees AGENTFLOW_GPU_IGNORED=1.`,
   agentctl worker --max-concurrent-steps 8 --metrics-addr :9100 --webhook-url http://127.0.0.1:9999/hook
   TEMPORAL_ADDRESS=temporal.internal:7233 agentctl worker --vault-dir /etc/agentflow/vault --secret-vault-prefix prod/slack
   agentctl worker --secret-env-allow 'SLACK_*' --secret-file-root /run/secrets
+  agentctl worker --runtime runsc   # every step under gVisor (scripts/install-runsc.sh registers it)
   agentctl worker --gpu-policy ignore   # a laptop without GPUs runs GPU steps on the CPU`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
