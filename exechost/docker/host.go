@@ -319,6 +319,7 @@ func (h *Host) create(ctx context.Context, execID exechost.ExecutionID, spec pol
 	for attempt := 0; ; attempt++ {
 		if h.runtime != "" {
 			spec.HostConfig.Runtime = h.runtime
+			spec.HostConfig.PidsLimit = withRuntimePids(h.runtime, spec.HostConfig.PidsLimit)
 		}
 		resp, err := h.c.ContainerCreate(ctx, spec.Config, spec.HostConfig, spec.Network, nil, spec.Name)
 		if err == nil {

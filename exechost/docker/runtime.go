@@ -44,3 +44,20 @@ func runtimeRegistered(info system.Info, name string) error {
 	}
 	return fmt.Errorf("sandbox runtime %q is not registered with the Docker daemon (it has: %s)%s", name, strings.Join(have, ", "), hint)
 }
+
+// RunscPidsOverhead is added to a sandbox's PIDs limit under gVisor. The
+// pids cgroup of a runsc container counts gVisor's own Sentry and gofer
+// threads (~65 on an idle sandbox with one exec, measured on the ptrace
+// platform), so a limit meant for the tool (policy minimum 32, default 64
+// in tests) would kill the whole sandbox on its first pipeline: the Sentry
+// cannot create a thread and exits. The tool keeps a bounded budget of its
+// own above that overhead (docs/security/gvisor.md).
+const RunscPidsOverhead = 128
+
+func withRuntimePids(runtime string, limit *int64) *int64 {
+	if runtime != "runsc" || limit == nil || *limit <= 0 {
+		return limit
+	}
+	v := *limit + RunscPidsOverhead
+	return &v
+}
