@@ -244,8 +244,9 @@ func toolName(req StepRequest) string {
 }
 
 // resolveSecrets resolves exactly the step's secrets. A secret that cannot
-// be resolved is InvalidInput (not retried): the error names the secret and
-// its source, never a value.
+// be resolved is InvalidInput, one the worker's policy refuses is
+// PolicyViolation (neither is retried): the error names the secret and its
+// source, never a value.
 func (a *Activities) resolveSecrets(ctx context.Context, sources map[string]string) (map[string]string, error) {
 	if len(sources) == 0 {
 		return map[string]string{}, nil
@@ -255,7 +256,14 @@ func (a *Activities) resolveSecrets(ctx context.Context, sources map[string]stri
 	}
 	values, err := secrets.Resolve(ctx, a.opts.Secrets, sources)
 	if err != nil {
-		return nil, failf(ErrTypeInvalidInput, "resolve %v", err)
+		typ := ErrTypeInvalidInput
+		if errors.Is(err, secrets.ErrNotAllowed) {
+			// The worker's secret policy refused it: PolicyViolation, never
+			// retried; the operator's log says which source and flag.
+			typ = ErrTypePolicy
+			a.log.Warn("secret source refused by the worker's policy", "error", err.Error())
+		}
+		return nil, failf(typ, "resolve %v", err)
 	}
 	return values, nil
 }

@@ -58,7 +58,7 @@ func newHarness(t *testing.T) *harness {
 	h.opts = Options{
 		Logs:    h.logs,
 		Metrics: h.metrics,
-		Secrets: &secrets.Sources{LookupEnv: func(k string) (string, bool) {
+		Secrets: &secrets.Sources{Policy: secrets.Policy{EnvAllow: []string{"AF_*"}}, LookupEnv: func(k string) (string, bool) {
 			v, ok := map[string]string{"AF_TEST_TOKEN": "tok-S3CR3T-value", "AF_QUOTE": `a"b`}[k]
 			return v, ok
 		}},

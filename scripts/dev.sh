@@ -63,10 +63,16 @@ up() {
     # without it here. Production workers keep the default, require.
     # Git workspaces come only from AGENTFLOW_GIT_ROOT (worker --git-root);
     # unset, the dev worker refuses git imports.
+    # Secrets: a worker resolves only the sources its operator allows; the
+    # seed specs read vault://prod/slack/webhook, nothing else.
+    # AGENTFLOW_RUNTIME=runsc runs every sandbox under gVisor
+    # (scripts/install-runsc.sh registers it).
     setsid "$AGENTCTL" worker --address "$TEMPORAL_ADDRESS" \
       ${AGENTFLOW_GIT_ROOT:+--git-root "$AGENTFLOW_GIT_ROOT"} \
       --checkpoint-dir "$DATA/checkpoints" --log-dir "$DATA/logs" \
       --vault-dir "$DATA/vault" --gpu-policy "${AGENTFLOW_GPU_POLICY:-ignore}" \
+      --secret-vault-prefix prod/slack \
+      ${AGENTFLOW_RUNTIME:+--runtime "$AGENTFLOW_RUNTIME"} \
       --health-addr 127.0.0.1:8080 --metrics-addr 127.0.0.1:9090 \
       >"$DATA/worker.log" 2>&1 </dev/null &
     echo $! >"$DATA/worker.pid"

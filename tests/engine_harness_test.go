@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/agentflow/agentflow/internal/secrets"
 	"github.com/agentflow/agentflow/internal/spec"
 	"github.com/agentflow/agentflow/internal/testenv"
 	"github.com/agentflow/agentflow/worker"
@@ -48,6 +49,9 @@ type engineEnv struct {
 	health   string // worker health address
 	address  string // Temporal frontend
 	tmp      string
+	// secretRoot is the worker's --secret-file-root: file:// secrets of
+	// the suite live here.
+	secretRoot string
 }
 
 // engineRequire skips (or fails, under AGENTFLOW_REQUIRE_DOCKER=1) when a
@@ -101,7 +105,12 @@ func startEngine(t *testing.T) *engineEnv {
 		logDir:   filepath.Join(tmp, "logs"),
 		runLabel: fmt.Sprintf("engine-%d-%d", os.Getpid(), time.Now().UnixNano()),
 	}
+	// The worker resolves only what its operator allows: the e2e secrets
+	// are AF_E2E_* variables and files under <tmp>/secrets.
+	env.secretRoot = filepath.Join(tmp, "secrets")
+	require.NoError(t, os.MkdirAll(env.secretRoot, 0o700))
 	st := startStack(t, bin, tmp, worker.Config{
+		SecretPolicy:       secrets.Policy{EnvAllow: []string{"AF_E2E_*"}, FileRoots: []string{env.secretRoot}},
 		HealthAddr:         "127.0.0.1:0",
 		MetricsAddr:        "127.0.0.1:0",
 		MaxConcurrentSteps: 4,

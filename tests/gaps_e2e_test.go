@@ -104,7 +104,7 @@ outputs:
 		// the runs, as they would fix a bad credential. A writes the file the
 		// fixed gate names, so B can only pass if A's checkpoint is restored
 		// into B's workspace in the resumed run, where A does not run.
-		gate := filepath.Join(t.TempDir(), "gate")
+		gate := filepath.Join(e.secretRoot, "gate-"+suffix) // under the worker's --secret-file-root
 		require.NoError(t, os.WriteFile(gate, []byte("gate-closed.txt\n"), 0o600))
 		id := "e2e-resume-" + suffix
 		p := e.loadPlan(t, fmt.Sprintf(`
@@ -282,7 +282,7 @@ outputs:
 		vault := filepath.Join(t.TempDir(), "vault")
 		require.NoError(t, os.MkdirAll(filepath.Join(vault, "prod", "slack"), 0o700))
 		require.NoError(t, os.WriteFile(filepath.Join(vault, "prod", "slack", "webhook"), []byte(webhook+"\n"), 0o600))
-		queue, logFile := e.startWorkerProcess(t, "gpu-ignore", "--vault-dir", vault, "--gpu-policy", "ignore")
+		queue, logFile := e.startWorkerProcess(t, "gpu-ignore", "--vault-dir", vault, "--secret-vault-prefix", "prod/slack", "--gpu-policy", "ignore")
 
 		id := "e2e-daily-news-" + suffix
 		news := filepath.Join(repoRoot(t), "specs", "daily-tech-news.yaml")

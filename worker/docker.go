@@ -33,11 +33,19 @@ func newDockerBackend(ctx context.Context, cfg Config) (*Backend, error) {
 		dc.Close()
 		return nil, err
 	}
+	if err := docker.CheckRuntime(ctx, dc, cfg.Runtime); err != nil {
+		dc.Close()
+		return nil, err
+	}
+	if cfg.Runtime != "" {
+		cfg.Logger.Info("sandbox runtime", "runtime", cfg.Runtime)
+	}
 	host, err := docker.New(docker.Options{
-		Client: dc,
-		Store:  store,
-		Git:    gitsource.Config{Roots: cfg.GitRoots},
-		Logger: cfg.Logger.With("component", "exechost"),
+		Client:  dc,
+		Store:   store,
+		Git:     gitsource.Config{Roots: cfg.GitRoots},
+		Logger:  cfg.Logger.With("component", "exechost"),
+		Runtime: cfg.Runtime,
 	})
 	if err != nil {
 		dc.Close()

@@ -70,6 +70,14 @@ type Config struct {
 	InsecureUnsignedCheckpoints bool
 	LogDir                      string
 	VaultDir                    string // dev Vault for vault:// secrets; "" disables vault://
+	// SecretPolicy: the secret sources this worker may resolve (worker
+	// --secret-env-allow, --secret-file-root, --secret-vault-prefix). The
+	// zero value allows none; Run refuses to start on an invalid one.
+	SecretPolicy secrets.Policy
+	// Runtime: the OCI runtime of every sandbox ("runc", "runsc" for
+	// gVisor, any runtime the daemon registers; "" = the daemon default).
+	// The Docker backend refuses to start when it is not registered.
+	Runtime string
 	// GPUPolicy: what to do with steps that request GPUs when the sandbox
 	// host has no GPU runtime ("" = require: fail them, non-retryably;
 	// ignore: run them without a GPU).
@@ -169,6 +177,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Preflight, err = ParsePreflightMode(string(cfg.Preflight)); err != nil {
 		return err
 	}
+	if err := cfg.SecretPolicy.Check(); err != nil {
+		return fmt.Errorf("secret policy: %w", err)
+	}
+	log.Info("secret sources this worker resolves (nothing else)", "policy", cfg.SecretPolicy.Summary())
 	m := metrics.New()
 
 	c, err := dial(ctx, cfg, m)
@@ -191,7 +203,7 @@ func Run(ctx context.Context, cfg Config) error {
 	acts := activities.New(activities.Options{
 		Host:    backend.Host,
 		Logs:    logstore.NewDir(cfg.LogDir),
-		Secrets: secretResolver(cfg.VaultDir),
+		Secrets: secretResolver(cfg.SecretPolicy, cfg.VaultDir),
 		Metrics: m,
 		Logger:  log,
 		Labels:  cfg.SandboxLabels,
@@ -312,10 +324,11 @@ func reap(ctx context.Context, log *slog.Logger, b *Backend, m *metrics.Metrics)
 	}
 }
 
-// secretResolver: env:// and file:// always; vault:// from the dev Vault
-// directory when configured (a real Vault client would plug in here).
-func secretResolver(vaultDir string) secrets.Resolver {
-	s := &secrets.Sources{}
+// secretResolver: env://, file:// and vault:// as far as the policy allows;
+// vault:// from the dev Vault directory when configured (a real Vault
+// client would plug in here).
+func secretResolver(policy secrets.Policy, vaultDir string) secrets.Resolver {
+	s := &secrets.Sources{Policy: policy}
 	if vaultDir != "" {
 		s.Vault = secrets.DirVault{Dir: vaultDir}
 	}

@@ -32,10 +32,50 @@ var suiteLabel = fmt.Sprintf("exechost-docker-%d", os.Getpid())
 
 var testLabels = map[string]string{"agentflow.test": "1", "agentflow.test.suite": suiteLabel}
 
-// TestMain fails the package when a container or network of this suite
-// (test label plus suiteLabel) created during the run is left behind.
+// TestMain runs the whole package once per sandbox runtime in
+// AGENTFLOW_TEST_RUNTIMES (testenv.Runtimes: default "runc"; CI sets
+// "runc,runsc"), so every test here — hostile ones included — holds under
+// each runtime (setup builds hosts with sandboxRuntime). A pass per runtime
+// rather than a subtest per runtime in each test: a test added later is
+// covered without anyone remembering to wrap it. Each pass announces its
+// runtime and setup logs it in every test, so a failure says which one.
+// The package fails when a container or network of this suite (test label
+// plus suiteLabel) created during the run is left behind.
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Main(m, "agentflow.test=1", "agentflow.test.suite="+suiteLabel))
+	os.Exit(testenv.Main(runtimePasses{m}, "agentflow.test=1", "agentflow.test.suite="+suiteLabel))
+}
+
+// runtimePasses runs m once per runtime; testenv.Main's leftover check
+// covers all passes.
+type runtimePasses struct{ m *testing.M }
+
+func (r runtimePasses) Run() int {
+	code := 0
+	for _, rt := range testenv.Runtimes() {
+		sandboxRuntime = rt
+		fmt.Printf("=== sandbox runtime %s: exechost/docker suite\n", rt)
+		if c := r.m.Run(); c != 0 {
+			fmt.Printf("--- FAIL: exechost/docker suite under sandbox runtime %s\n", rt)
+			code = c
+		}
+	}
+	return code
+}
+
+// sandboxRuntime is the OCI runtime of the current pass ("runc", "runsc").
+var sandboxRuntime = "runc"
+
+// gVisor reports whether this pass runs under gVisor: the checks that
+// differ there (docs/security/gvisor.md) branch on it, stating the
+// difference instead of skipping.
+func gVisor() bool { return sandboxRuntime == "runsc" }
+
+// requireRuntime fails (never skips) when the pass's runtime is not
+// registered with the daemon: CI asked for it.
+func requireRuntime(t *testing.T, c *client.Client) {
+	t.Helper()
+	t.Logf("sandbox runtime: %s", sandboxRuntime)
+	require.NoError(t, docker.CheckRuntime(t.Context(), c, sandboxRuntime), "AGENTFLOW_TEST_RUNTIMES lists %s", sandboxRuntime)
 }
 
 // dockerClient returns a client to a live daemon or skips; with
@@ -66,13 +106,14 @@ type env struct {
 func setup(t *testing.T) *env {
 	t.Helper()
 	c := dockerClient(t)
+	requireRuntime(t, c)
 	store, err := checkpoint.NewLocal(t.TempDir())
 	require.NoError(t, err)
 	keys, _, err := checkpoint.LoadOrCreateLocalKeyring(t.TempDir())
 	require.NoError(t, err)
 	sealed, err := checkpoint.NewSealed(store, keys, checkpoint.SealedOptions{})
 	require.NoError(t, err)
-	h, err := docker.New(docker.Options{Client: c, Store: sealed, KillGrace: time.Second})
+	h, err := docker.New(docker.Options{Client: c, Store: sealed, KillGrace: time.Second, Runtime: sandboxRuntime})
 	require.NoError(t, err)
 	return &env{c: c, host: h, store: store, sealed: sealed, keys: keys, base: imageID(t, c, baseTag)}
 }

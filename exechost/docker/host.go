@@ -60,6 +60,10 @@ type Options struct {
 	// --git-root; none refuses every git workspace) and git's budget.
 	Git    gitsource.Config
 	Logger *slog.Logger
+	// Runtime is the OCI runtime every sandbox runs under (HostConfig.Runtime:
+	// "runc", "runsc" for gVisor, any name the daemon registers); "" is the
+	// daemon's default. New does not check it: call CheckRuntime at start.
+	Runtime string
 }
 
 // Host implements exechost.ExecutionHost on a Docker daemon.
@@ -72,6 +76,7 @@ type Host struct {
 	entries int
 	git     *gitsource.Importer
 	log     *slog.Logger
+	runtime string
 
 	mu    sync.Mutex
 	execs map[exechost.ExecutionID]*execution
@@ -143,6 +148,7 @@ func New(opts Options) (*Host, error) {
 		entries: opts.MaxWorkspaceEntries,
 		git:     git,
 		log:     opts.Logger,
+		runtime: opts.Runtime,
 		execs:   make(map[exechost.ExecutionID]*execution),
 		gone:    make(map[exechost.ExecutionID]time.Time),
 	}, nil
@@ -329,6 +335,10 @@ func (h *Host) provision(ctx context.Context, e *execution, req exechost.Provisi
 // an earlier attempt (of this or a dead process) left behind.
 func (h *Host) create(ctx context.Context, execID exechost.ExecutionID, spec policy.Spec) (string, error) {
 	for attempt := 0; ; attempt++ {
+		if h.runtime != "" {
+			spec.HostConfig.Runtime = h.runtime
+			spec.HostConfig.PidsLimit = withRuntimePids(h.runtime, spec.HostConfig.PidsLimit)
+		}
 		resp, err := h.c.ContainerCreate(ctx, spec.Config, spec.HostConfig, spec.Network, nil, spec.Name)
 		if err == nil {
 			for _, w := range resp.Warnings {

@@ -70,22 +70,37 @@ echo secret=$API_TOKEN
 	got := kv(string(res.Stdout))
 	require.Equal(t, "65532", got["uid"])
 	require.Equal(t, "65532", got["gid"])
-	for _, k := range []string{"CapEff", "CapBnd", "CapPrm", "CapAmb"} {
+	for _, k := range []string{"CapEff", "CapBnd", "CapPrm"} {
 		require.Equal(t, "0000000000000000", got[k], k)
 	}
-	require.Equal(t, "1", got["NoNewPrivs"])
+	if gVisor() {
+		// gVisor's /proc/self/status has neither line (docs/security/gvisor.md);
+		// no_new_privs and the empty ambient set still hold in the Sentry.
+		require.NotContains(t, got, "NoNewPrivs", "gVisor: no NoNewPrivs line expected")
+		require.NotContains(t, got, "CapAmb", "gVisor: no CapAmb line expected")
+	} else {
+		require.Equal(t, "0000000000000000", got["CapAmb"], "CapAmb")
+		require.Equal(t, "1", got["NoNewPrivs"])
+	}
 	require.Equal(t, "lo", got["ifaces"])
 	require.Equal(t, "lo", got["netdev"])
 	require.Equal(t, "readonly", got["rootfs"])
 	require.Equal(t, "readonly", got["etc"])
 	require.True(t, strings.HasPrefix(got["rootmount"], "ro"), got["rootmount"])
-	require.Contains(t, got["wsmount"], "tmpfs,tmpfs,rw")
-	require.Contains(t, got["wsmount"], "size=24576k")
+	// /proc/mounts: the host kernel names the tmpfs source "tmpfs" and
+	// prints sizes in KiB; gVisor's names it "none" and keeps the sizes in
+	// bytes as Docker passed them (docs/security/gvisor.md).
+	tmpfsPrefix, wsSize, shmSize := "tmpfs,tmpfs,rw", "size=24576k", "size=1024k"
+	if gVisor() {
+		tmpfsPrefix, wsSize, shmSize = "none,tmpfs,rw", "size=25165824", "size=1048576"
+	}
+	require.Contains(t, got["wsmount"], tmpfsPrefix)
+	require.Contains(t, got["wsmount"], wsSize)
 	require.Contains(t, got["wsmount"], "uid=65532,gid=65532")
 	require.NotContains(t, got["wsmount"], "noexec")
-	require.Contains(t, got["tmpmount"], "tmpfs,tmpfs,rw")
+	require.Contains(t, got["tmpmount"], tmpfsPrefix)
 	require.Contains(t, got["tmpmount"], "noexec")
-	require.Contains(t, got["shm"], "size=1024k")
+	require.Contains(t, got["shm"], shmSize)
 	require.Equal(t, "/workspace", got["cwd"])
 	require.Equal(t, "ok", got["tmpwrite"])
 	require.Equal(t, "ran", got["wsexec"])
@@ -117,8 +132,18 @@ func TestForkBombStoppedByPidsLimit(t *testing.T) {
 		Command: []string{"/bin/sh", "-c", `i=0; while [ $i -lt 200 ]; do sleep 600 & i=$((i+1)); done; echo spawned`},
 		Timeout: 30 * time.Second,
 	})
+	if gVisor() && err != nil {
+		// Under gVisor the pids cgroup holds the Sentry: when the bomb
+		// exhausts it the whole sandbox ends (docs/security/gvisor.md).
+		require.ErrorIs(t, err, exechost.ErrTerminated, "gVisor: the bomb ends the sandbox")
+		e.requireGone(t, x.ExecutionID)
+		return
+	}
 	require.NoError(t, err)
 	require.Contains(t, string(res.Stderr), "fork", "the shell could not fork past the limit")
+	if gVisor() {
+		return // the Sentry's threads share the cgroup: the counts below are runc's
+	}
 
 	list := e.containersOf(t, x.ExecutionID)
 	require.Len(t, list, 1)
@@ -151,6 +176,13 @@ func TestMemoryHogKilled(t *testing.T) {
 	res, err := e.host.Exec(t.Context(), x.ExecutionID, exechost.ExecRequest{
 		Command: []string{"dd", "if=/dev/zero", "of=/dev/null", "bs=600M", "count=1"}, Timeout: 30 * time.Second,
 	})
+	if gVisor() {
+		// Under gVisor the memory cgroup holds the Sentry: the OOM kill
+		// ends the whole sandbox, not only the tool (docs/security/gvisor.md).
+		require.ErrorIs(t, err, exechost.ErrTerminated, "gVisor: an OOM ends the sandbox")
+		e.requireGone(t, x.ExecutionID)
+		return
+	}
 	require.NoError(t, err)
 	require.Equal(t, 137, res.ExitCode)
 	require.True(t, res.OOMKilled)
@@ -476,7 +508,7 @@ func TestRetriedProvisionReplacesLeftover(t *testing.T) {
 
 	// A new host (as after a worker restart) replaces the leftover instead
 	// of duplicating it.
-	h2, err := docker.New(docker.Options{Client: e.c, Store: e.sealed, Owner: "other-worker:1:1"})
+	h2, err := docker.New(docker.Options{Client: e.c, Store: e.sealed, Owner: "other-worker:1:1", Runtime: sandboxRuntime})
 	require.NoError(t, err)
 	_, err = h2.Provision(t.Context(), req)
 	require.NoError(t, err)

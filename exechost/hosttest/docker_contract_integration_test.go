@@ -44,8 +44,21 @@ func TestMain(m *testing.M) {
 // AGENTFLOW_REQUIRE_DOCKER=1 a missing daemon fails the test instead.
 func dockerClient(t *testing.T) *client.Client { return testenv.Docker(t) }
 
+// TestDockerHostContract runs the contract suite against the Docker host
+// once per sandbox runtime in AGENTFLOW_TEST_RUNTIMES (default "runc"; CI
+// sets "runc,runsc"), as subtests named by runtime. A listed runtime the
+// daemon does not have fails the subtest (never a skip).
 func TestDockerHostContract(t *testing.T) {
 	c := dockerClient(t)
+	for _, rt := range testenv.Runtimes() {
+		t.Run(rt, func(t *testing.T) {
+			require.NoError(t, docker.CheckRuntime(t.Context(), c, rt), "AGENTFLOW_TEST_RUNTIMES lists %s", rt)
+			dockerHostContract(t, c, rt)
+		})
+	}
+}
+
+func dockerHostContract(t *testing.T, c *client.Client, runtime string) {
 	img, err := c.ImageInspect(t.Context(), baseTag)
 	if errdefs.IsNotFound(err) {
 		t.Fatalf("image %s not found: run `make images` (tools/build-images.sh) first", baseTag)
@@ -59,7 +72,7 @@ func TestDockerHostContract(t *testing.T) {
 	require.NoError(t, err)
 	root := gitRoot(t)
 	host, err := docker.New(docker.Options{Client: c, Store: sealed, KillGrace: time.Second,
-		Git: gitsource.Config{Roots: []string{root}, MaxEntries: 200}})
+		Git: gitsource.Config{Roots: []string{root}, MaxEntries: 200}, Runtime: runtime})
 	require.NoError(t, err)
 
 	// containerOf finds id's sandbox behind the host's back, by the label
@@ -75,7 +88,7 @@ func TestDockerHostContract(t *testing.T) {
 		Host:     host,
 		Image:    img.ID,
 		Labels:   map[string]string{"agentflow.test": "1", "agentflow.test.suite": suiteLabel},
-		IDPrefix: fmt.Sprintf("%d-", os.Getpid()),
+		IDPrefix: fmt.Sprintf("%d-%s-", os.Getpid(), runtime),
 		GitRoot:  root, GitMaxEntries: 200,
 		Probe: func(ctx context.Context, id exechost.ExecutionID, argv []string) ([]byte, int, error) {
 			list, err := containers(ctx, id)

@@ -14,11 +14,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // Sentinel errors callers branch on.
@@ -48,8 +48,11 @@ type Vault interface {
 
 // Sources is the standard Resolver: env:// from a lookup function (the
 // worker's environment by default), file:// from the worker's filesystem,
-// vault:// through Vault (unsupported when nil).
+// vault:// through Vault (unsupported when nil), each only as far as Policy
+// allows (the zero Policy allows nothing).
 type Sources struct {
+	// Policy is the operator's allow-list.
+	Policy Policy
 	// LookupEnv defaults to os.LookupEnv.
 	LookupEnv func(string) (string, bool)
 	// Vault resolves vault:// sources; nil makes them unsupported.
@@ -61,69 +64,96 @@ type Sources struct {
 
 const defaultMaxFileBytes = 64 << 10
 
-// Resolve implements Resolver.
+// Resolve implements Resolver: parse, refuse what no worker may read,
+// refuse what this worker's policy does not allow, then read.
 func (s *Sources) Resolve(ctx context.Context, source string) (string, error) {
-	scheme, rest, ok := strings.Cut(source, "://")
-	if !ok || rest == "" {
-		return "", fmt.Errorf("%w: %q: want env://VAR, file:///path or vault://path/key", ErrInvalidSource, source)
+	src, err := ParseSource(source)
+	if err != nil {
+		return "", err
 	}
-	switch scheme {
+	if err := Forbidden(src); err != nil {
+		return "", err
+	}
+	switch src.Scheme {
 	case "env":
+		if err := s.Policy.allowEnv(src); err != nil {
+			return "", err
+		}
 		lookup := s.LookupEnv
 		if lookup == nil {
 			lookup = os.LookupEnv
 		}
-		v, ok := lookup(rest)
+		v, ok := lookup(src.Name)
 		if !ok {
-			return "", fmt.Errorf("%w: environment variable %s is not set on the worker", ErrNotFound, rest)
+			return "", fmt.Errorf("%w: environment variable %s is not set on the worker", ErrNotFound, src.Name)
 		}
 		return v, nil
 	case "file":
-		return s.readFile(rest)
-	case "vault":
+		root, rel, err := s.Policy.fileRoot(src)
+		if err != nil {
+			return "", err
+		}
+		limit := s.MaxFileBytes
+		if limit <= 0 {
+			limit = defaultMaxFileBytes
+		}
+		return readInRoot(src, root, "its "+FlagFileRoot, rel, limit)
+	default: // vault, by ParseSource
+		if err := s.Policy.allowVault(src); err != nil {
+			return "", err
+		}
 		if s.Vault == nil {
 			return "", fmt.Errorf("%w: %s: no vault configured on this worker (--vault-dir / AGENTFLOW_VAULT_DIR)", ErrUnsupported, source)
 		}
-		i := strings.LastIndex(rest, "/")
-		if i <= 0 || i == len(rest)-1 {
-			return "", fmt.Errorf("%w: %q: want vault://path/key", ErrInvalidSource, source)
-		}
-		return s.Vault.Read(ctx, rest[:i], rest[i+1:])
-	default:
-		return "", fmt.Errorf("%w: scheme %q in %q", ErrUnsupported, scheme, source)
+		return s.Vault.Read(ctx, src.Path, src.Key)
 	}
 }
 
-func (s *Sources) readFile(rest string) (string, error) {
-	// file:///abs/path: the URL path after an empty host.
-	u, err := url.Parse("file://" + rest)
-	if err != nil || u.Host != "" || !filepath.IsAbs(u.Path) {
-		return "", fmt.Errorf("%w: file://%s: want file:///absolute/path", ErrInvalidSource, rest)
-	}
-	limit := s.MaxFileBytes
-	if limit <= 0 {
-		limit = defaultMaxFileBytes
-	}
-	return readBounded(u.Path, limit)
-}
-
-// readBounded reads a whole small file and trims surrounding whitespace
-// (a trailing newline from `echo x > file` is never part of a secret).
-func readBounded(path string, limit int64) (string, error) {
-	f, err := os.Open(path)
+// readInRoot opens rel inside root without letting a symlink (or "..")
+// leave it (os.Root), refuses anything but a regular file on an ordinary
+// filesystem, and reads at most limit bytes.
+func readInRoot(src Source, root, rootName, rel string, limit int64) (string, error) {
+	r, err := os.OpenRoot(root)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("%w: file %s does not exist", ErrNotFound, path)
+		return "", fmt.Errorf("open secret root of %s: %w", src, err)
+	}
+	defer r.Close()
+	// O_NONBLOCK: a FIFO planted in the root must not hang the activity;
+	// the type check below refuses it anyway.
+	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return "", fmt.Errorf("%w: %s: the file does not exist", ErrNotFound, src)
+		case strings.Contains(err.Error(), "escapes"):
+			return "", fmt.Errorf("%w: %s: the path resolves outside %s (a symlink leaves it)", ErrNotAllowed, src, rootName)
+		default:
+			return "", fmt.Errorf("open secret file %s: %w", src, err)
 		}
-		return "", fmt.Errorf("open secret file %s: %w", path, err)
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("stat secret file %s: %w", src, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%w: %s: not a regular file (%s)", ErrNotAllowed, src, fi.Mode().Type())
+	}
+	if err := checkFilesystem(f); err != nil {
+		return "", fmt.Errorf("%w: %s: %v", ErrNotAllowed, src, err)
+	}
+	return readBoundedFile(f, src.String(), limit)
+}
+
+// readBoundedFile reads a whole small file and trims surrounding whitespace
+// (a trailing newline from `echo x > file` is never part of a secret).
+func readBoundedFile(f *os.File, name string, limit int64) (string, error) {
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
-		return "", fmt.Errorf("read secret file %s: %w", path, err)
+		return "", fmt.Errorf("read secret file %s: %w", name, err)
 	}
 	if int64(len(data)) > limit {
-		return "", fmt.Errorf("%w: secret file %s is larger than %d bytes", ErrInvalidSource, path, limit)
+		return "", fmt.Errorf("%w: secret file %s is larger than %d bytes", ErrInvalidSource, name, limit)
 	}
 	return strings.TrimSpace(string(data)), nil
 }
@@ -134,13 +164,15 @@ type DirVault struct {
 	Dir string
 }
 
-// Read implements Vault.
+// Read implements Vault. Like file:// secrets, the path is opened inside
+// Dir: neither ".." nor a symlink may leave it.
 func (v DirVault) Read(_ context.Context, path, key string) (string, error) {
 	rel := filepath.FromSlash(path + "/" + key)
+	src := Source{Scheme: "vault", Path: path, Key: key, raw: "vault://" + path + "/" + key}
 	if !filepath.IsLocal(rel) {
-		return "", fmt.Errorf("%w: vault path %s/%s leaves the vault", ErrInvalidSource, path, key)
+		return "", fmt.Errorf("%w: %s: the path leaves the vault", ErrNotAllowed, src)
 	}
-	return readBounded(filepath.Join(v.Dir, rel), defaultMaxFileBytes)
+	return readInRoot(src, v.Dir, "the vault directory", rel, defaultMaxFileBytes)
 }
 
 // Resolve resolves every named source and returns name → value. Errors name

@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/agentflow/agentflow/exechost"
+	"github.com/agentflow/agentflow/internal/secrets"
 )
 
 // Built-in defaults, used when neither the step nor the spec's defaults set
@@ -54,7 +55,6 @@ var (
 	symbolRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
 	stepIDRe = regexp.MustCompile(`^[a-z0-9_]+$`)
 	toolRe   = regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]*:[A-Za-z0-9][A-Za-z0-9._+-]*$`)
-	vaultRe  = regexp.MustCompile(`^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)+$`)
 )
 
 // LooksSecret reports whether an env var name looks like it carries a
@@ -251,38 +251,16 @@ func (v *validator) checkSecrets() map[string]bool {
 	return names
 }
 
+// checkSecretSource: the form (secrets.ParseSource, the one parser) and
+// what no worker ever resolves (secrets.Forbidden: worker settings such as
+// env://VAULT_TOKEN, files under /proc, /sys, /dev). Whether a particular
+// worker allows the source is that worker's policy, checked at run time.
 func checkSecretSource(src string) error {
-	scheme, rest, ok := strings.Cut(src, "://")
-	if !ok {
-		return fmt.Errorf("invalid secret source %q: want env://VAR, file:///abs/path or vault://path/key", src)
+	s, err := secrets.ParseSource(src)
+	if err != nil {
+		return err
 	}
-	switch scheme {
-	case "env":
-		if !exechost.ValidEnvName(rest) {
-			return fmt.Errorf("invalid secret source %q: env://VAR needs a variable name", src)
-		}
-	case "file":
-		if !strings.HasPrefix(rest, "/") || rest == "/" {
-			return fmt.Errorf("invalid secret source %q: want file:///absolute/path", src)
-		}
-		for seg := range strings.SplitSeq(rest, "/") {
-			if seg == ".." {
-				return fmt.Errorf("invalid secret source %q: the path must not contain ..", src)
-			}
-		}
-	case "vault":
-		if !vaultRe.MatchString(rest) {
-			return fmt.Errorf("invalid secret source %q: want vault://path/key", src)
-		}
-		for seg := range strings.SplitSeq(rest, "/") {
-			if seg == "." || seg == ".." {
-				return fmt.Errorf("invalid secret source %q: the path must not contain . or ..", src)
-			}
-		}
-	default:
-		return fmt.Errorf("invalid secret source %q: scheme %q is not supported (env://, file:// or vault://)", src, scheme)
-	}
-	return nil
+	return secrets.Forbidden(s)
 }
 
 func (v *validator) checkWorkspace() {

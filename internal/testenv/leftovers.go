@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -114,9 +113,13 @@ func (tr *Tracker) Leftovers(ctx context.Context) ([]Leftover, error) {
 // this package's tests set (a per-process suite label) when other suites
 // may create sandboxes at the same time. Without a daemon there is nothing
 // to check (the Docker gate skips or fails the tests themselves).
-func Main(m *testing.M, scope ...string) int {
+func Main(m Runner, scope ...string) int {
 	return mainWith(m.Run, os.Stderr, scope...)
 }
+
+// Runner is what Main runs: a *testing.M, or a wrapper that runs it
+// several times (once per sandbox runtime, say).
+type Runner interface{ Run() int }
 
 func mainWith(run func() int, stderr io.Writer, scope ...string) int {
 	ctx := context.Background()

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,4 +113,20 @@ func FreePort(t testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Runtimes lists the OCI runtimes the Docker sandbox suites run under:
+// AGENTFLOW_TEST_RUNTIMES, comma-separated (CI sets "runc,runsc"); default
+// "runc".
+func Runtimes() []string {
+	var out []string
+	for _, r := range strings.Split(os.Getenv("AGENTFLOW_TEST_RUNTIMES"), ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"runc"}
+	}
+	return out
 }

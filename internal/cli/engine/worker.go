@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentflow/agentflow/activities"
 	"github.com/agentflow/agentflow/exechost/gitsource"
+	"github.com/agentflow/agentflow/internal/secrets"
 	"github.com/agentflow/agentflow/worker"
 	"github.com/agentflow/agentflow/workflows"
 )
@@ -34,6 +35,12 @@ type workerFlags struct {
 	GPUPolicy                   string
 	GitRoots                    []string
 	Preflight                   string
+	// Secret sources the operator allows (nothing by default).
+	SecretEnvAllow      []string
+	SecretFileRoots     []string
+	SecretVaultPrefixes []string
+	// Runtime: OCI runtime of every sandbox.
+	Runtime string
 }
 
 func (f *workerFlags) register(cmd *cobra.Command) {
@@ -57,6 +64,10 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 		"directory git workspaces may be imported from (repeatable; absolute, no symlinks); none: git import is refused")
 	fl.StringVar(&f.Preflight, "preflight", string(worker.PreflightEnforce),
 		"sandbox checks at start (seccomp, masked /proc, cwd escape, …): enforce (refuse to serve on failure) | warn | off")
+	fl.StringArrayVar(&f.SecretEnvAllow, "secret-env-allow", nil, "env://NAME secrets may read worker variables whose name matches this glob (repeatable; worker settings such as TEMPORAL_*, AGENTFLOW_*, VAULT_*, AWS_* never)")
+	fl.StringArrayVar(&f.SecretFileRoots, "secret-file-root", nil, "file:// secrets may read regular files under this directory, symlinks staying inside it (repeatable; never /proc, /sys, /dev)")
+	fl.StringArrayVar(&f.SecretVaultPrefixes, "secret-vault-prefix", nil, "vault:// secrets may read paths under this prefix, by whole segments (repeatable)")
+	fl.StringVar(&f.Runtime, "runtime", "", `OCI runtime of every sandbox: runc, runsc (gVisor, a user-space kernel) or any runtime the Docker daemon registers ("" = the daemon's default); the worker refuses to start when it is not registered`)
 	fl.StringVar(&f.LogLevel, "log-level", "info", "debug|info|warn|error")
 	fl.StringVar(&f.LogFormat, "log-format", "text", "text|json")
 }
@@ -79,6 +90,10 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 	preflight, err := worker.ParsePreflightMode(f.Preflight)
 	if err != nil {
 		return worker.Config{}, usageErr("--preflight: %v", err)
+	}
+	policy := secrets.Policy{EnvAllow: f.SecretEnvAllow, FileRoots: f.SecretFileRoots, VaultPrefixes: f.SecretVaultPrefixes}
+	if err := policy.Check(); err != nil {
+		return worker.Config{}, usageErr("%v", err)
 	}
 	labels := map[string]string{}
 	for _, kv := range f.SandboxLabels {
@@ -106,6 +121,8 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		GPUPolicy:                   gpuPolicy,
 		GitRoots:                    f.GitRoots,
 		Preflight:                   preflight,
+		SecretPolicy:                policy,
+		Runtime:                     f.Runtime,
 	}, nil
 }
 
@@ -135,8 +152,13 @@ serves /healthz ({"status":"ok"} only when Temporal and Docker answer) and
 Prometheus /metrics, reaps orphaned sandboxes at start and every minute, and
 on SIGTERM stops taking work and waits for running steps (up to 30 s).
 
-Secrets are resolved on the worker: env://VAR from its environment,
-file:///path from its filesystem, vault://path/key from --vault-dir.
+Secrets are resolved on the worker, and only those its operator allows
+(nothing by default): env://VAR from its environment when VAR matches a
+--secret-env-allow pattern, file:///path when the path is under a
+--secret-file-root, vault://path/key from --vault-dir when the path is under a
+--secret-vault-prefix. Worker settings (TEMPORAL_*, AGENTFLOW_*, VAULT_*,
+AWS_*, DOCKER_*, HOME, PATH, ...) and anything under /proc, /sys, /dev are
+never resolved. A refused secret fails its step with PolicyViolation.
 
 A step that requests GPUs (resources.gpu) on a worker whose Docker daemon has
 no nvidia runtime fails at once with a policy error (--gpu-policy require, the
@@ -144,7 +166,9 @@ default); with --gpu-policy ignore it runs without a GPU, a warning is logged
 and the tool sees AGENTFLOW_GPU_IGNORED=1.`,
 		Example: `  agentctl worker
   agentctl worker --max-concurrent-steps 8 --metrics-addr :9100 --webhook-url http://127.0.0.1:9999/hook
-  TEMPORAL_ADDRESS=temporal.internal:7233 agentctl worker --vault-dir /etc/agentflow/vault
+  TEMPORAL_ADDRESS=temporal.internal:7233 agentctl worker --vault-dir /etc/agentflow/vault --secret-vault-prefix prod/slack
+  agentctl worker --secret-env-allow 'SLACK_*' --secret-file-root /run/secrets
+  agentctl worker --runtime runsc   # every step under gVisor (scripts/install-runsc.sh registers it)
   agentctl worker --gpu-policy ignore   # a laptop without GPUs runs GPU steps on the CPU`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
