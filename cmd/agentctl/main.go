@@ -4,11 +4,6 @@
 package main
 
 import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/agentflow/agentflow/internal/cli"
 	"github.com/agentflow/agentflow/internal/cli/engine"
 )
@@ -16,14 +11,4 @@ import (
 // version is set by the Makefile (-ldflags "-X main.version=...").
 var version = "dev"
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Run(ctx, version, os.Args[1:], cli.Streams{
-		In:         os.Stdin,
-		Out:        os.Stdout,
-		Err:        os.Stderr,
-		IsTerminal: cli.IsTerminal(os.Stdout),
-	}, engine.Commands())
-	stop()
-	os.Exit(code)
-}
+func main() { cli.Main(version, engine.Commands()) }

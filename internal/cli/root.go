@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -152,4 +154,19 @@ func EnvOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// Main is both binaries' main: Run on the process's arguments and standard
+// streams, canceled by SIGINT/SIGTERM, then exit with Run's code. engine is
+// nil in the lean build (engine verbs are forwarded to agentctl-engine).
+func Main(version string, engine Constructors) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Run(ctx, version, os.Args[1:], Streams{
+		In:         os.Stdin,
+		Out:        os.Stdout,
+		Err:        os.Stderr,
+		IsTerminal: IsTerminal(os.Stdout),
+	}, engine)
+	stop()
+	os.Exit(code)
 }
