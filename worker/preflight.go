@@ -53,6 +53,8 @@ func runPreflight(ctx context.Context, mode PreflightMode, host *docker.Host, lo
 		"sandbox_runtime", rep.Runtime)
 	for _, c := range rep.Checks {
 		switch {
+		case c.OK && c.Detail != "":
+			log.Info("sandbox preflight check passed", "check", c.Name, "note", c.Detail)
 		case c.OK:
 			log.Info("sandbox preflight check passed", "check", c.Name)
 		case c.Skipped:
