@@ -49,11 +49,18 @@ func runPreflight(ctx context.Context, mode PreflightMode, host *docker.Host, lo
 		return err
 	}
 	log.Info("sandbox daemon", "docker_version", rep.DockerVersion, "kernel_version", rep.KernelVersion,
-		"runc_version", rep.RuncVersion, "containerd_version", rep.ContainerdVersion, "default_runtime", rep.DefaultRuntime)
+		"runc_version", rep.RuncVersion, "containerd_version", rep.ContainerdVersion, "default_runtime", rep.DefaultRuntime,
+		"sandbox_runtime", rep.Runtime)
 	for _, c := range rep.Checks {
-		if c.OK {
+		switch {
+		case c.OK && c.Detail != "":
+			log.Info("sandbox preflight check passed", "check", c.Name, "note", c.Detail)
+		case c.OK:
 			log.Info("sandbox preflight check passed", "check", c.Name)
-		} else {
+		case c.Skipped:
+			// Cannot be observed under this runtime: said, never passed.
+			log.Warn("sandbox preflight check skipped", "check", c.Name, "runtime", rep.Runtime, "reason", c.Detail)
+		default:
 			log.Error("sandbox preflight check FAILED", "check", c.Name, "detail", c.Detail)
 		}
 	}

@@ -280,7 +280,7 @@ func (h *Host) provision(ctx context.Context, e *execution, req exechost.Provisi
 	}
 
 	deadline := time.Now().Add(req.Resources.Runtime)
-	spec := h.policy.Build(req, policy.Meta{Owner: h.owner, ImageID: img.ID, Deadline: deadline})
+	spec := h.spec(req, policy.Meta{Owner: h.owner, ImageID: img.ID, Deadline: deadline})
 	id, err := h.create(ctx, req.ExecutionID, spec)
 	if err != nil {
 		return nil, err
@@ -331,14 +331,23 @@ func (h *Host) provision(ctx context.Context, e *execution, req exechost.Provisi
 	return e.describe(), nil
 }
 
+// spec is the container configuration of a sandbox on this host: the
+// policy's, plus this host's runtime adjustments (HostConfig.Runtime and,
+// under runsc, the PIDs overhead). Provision and Preflight both build
+// through it, so the preflight checks exactly what sandboxes get.
+func (h *Host) spec(req exechost.ProvisionRequest, meta policy.Meta) policy.Spec {
+	spec := h.policy.Build(req, meta)
+	if h.runtime != "" {
+		spec.HostConfig.Runtime = h.runtime
+		spec.HostConfig.PidsLimit = withRuntimePids(h.runtime, spec.HostConfig.PidsLimit)
+	}
+	return spec
+}
+
 // create makes the container, replacing a leftover with the same name that
 // an earlier attempt (of this or a dead process) left behind.
 func (h *Host) create(ctx context.Context, execID exechost.ExecutionID, spec policy.Spec) (string, error) {
 	for attempt := 0; ; attempt++ {
-		if h.runtime != "" {
-			spec.HostConfig.Runtime = h.runtime
-			spec.HostConfig.PidsLimit = withRuntimePids(h.runtime, spec.HostConfig.PidsLimit)
-		}
 		resp, err := h.c.ContainerCreate(ctx, spec.Config, spec.HostConfig, spec.Network, nil, spec.Name)
 		if err == nil {
 			for _, w := range resp.Warnings {

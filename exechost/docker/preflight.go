@@ -41,21 +41,28 @@ type PreflightOptions struct {
 	SkipWorkdir bool
 }
 
-// PreflightCheck is the outcome of one functional check.
+// PreflightCheck is the outcome of one functional check. A check whose
+// protection cannot be observed under the host's runtime is Skipped (OK is
+// false) and its Detail says why and what was seen; Err ignores it, the
+// worker logs it as a warning.
 type PreflightCheck struct {
-	Name   string `json:"name"`
-	OK     bool   `json:"ok"`
-	Detail string `json:"detail,omitempty"`
+	Name    string `json:"name"`
+	OK      bool   `json:"ok"`
+	Skipped bool   `json:"skipped,omitempty"`
+	Detail  string `json:"detail,omitempty"`
 }
 
 // PreflightReport is what the daemon says about itself plus the checks.
 type PreflightReport struct {
-	DockerVersion     string           `json:"docker_version"`
-	KernelVersion     string           `json:"kernel_version"`
-	RuncVersion       string           `json:"runc_version"`
-	ContainerdVersion string           `json:"containerd_version"`
-	DefaultRuntime    string           `json:"default_runtime"`
-	Checks            []PreflightCheck `json:"checks"`
+	DockerVersion     string `json:"docker_version"`
+	KernelVersion     string `json:"kernel_version"`
+	RuncVersion       string `json:"runc_version"`
+	ContainerdVersion string `json:"containerd_version"`
+	DefaultRuntime    string `json:"default_runtime"`
+	// Runtime is the OCI runtime the checks (and this host's sandboxes)
+	// ran under: Options.Runtime, else the daemon's default.
+	Runtime string           `json:"runtime"`
+	Checks  []PreflightCheck `json:"checks"`
 }
 
 // ErrPreflight: at least one check failed; the sandbox cannot be trusted
@@ -66,7 +73,7 @@ var ErrPreflight = errors.New("sandbox preflight failed")
 func (r *PreflightReport) Err() error {
 	var bad []string
 	for _, c := range r.Checks {
-		if !c.OK {
+		if !c.OK && !c.Skipped {
 			bad = append(bad, c.Name+": "+c.Detail)
 		}
 	}
@@ -94,6 +101,9 @@ const (
 	CheckNoNewPrivs  = "no_new_privs"
 	CheckNoCaps      = "no_capabilities"
 	CheckKeeperUID   = "keeper_uid"
+	// CheckRuntimeKernel: the sandbox observably runs under the host's
+	// runtime (gVisor's kernel under runsc, the host's under runc).
+	CheckRuntimeKernel = "runtime_kernel"
 )
 
 // maskedPaths must read as empty (masked by /dev/null or an empty tmpfs) or
@@ -131,6 +141,10 @@ func (h *Host) Preflight(ctx context.Context, opts PreflightOptions) (*Preflight
 			}
 		}
 	}
+	rep.Runtime = h.runtime
+	if rep.Runtime == "" {
+		rep.Runtime = rep.DefaultRuntime
+	}
 	img, err := h.c.ImageInspect(ctx, opts.Image)
 	if err != nil {
 		return nil, fmt.Errorf("preflight image %s: %w", opts.Image, err)
@@ -138,7 +152,7 @@ func (h *Host) Preflight(ctx context.Context, opts PreflightOptions) (*Preflight
 	if !opts.SkipWorkdir {
 		rep.Checks = append(rep.Checks, h.checkWorkdirFD(ctx, img.ID, opts))
 	}
-	checks, err := h.checkInside(ctx, img.ID, opts)
+	checks, err := h.checkInside(ctx, img.ID, rep.Runtime, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +160,9 @@ func (h *Host) Preflight(ctx context.Context, opts PreflightOptions) (*Preflight
 	return rep, nil
 }
 
-// preflightSpec is what Provision would build, plus opts.Weaken.
+// preflightSpec is what Provision would build on this host (Host.spec:
+// the policy plus the host's runtime and its PIDs overhead), plus
+// opts.Weaken.
 func (h *Host) preflightSpec(imageID, name string, opts PreflightOptions) policy.Spec {
 	labels := map[string]string{"agentflow.preflight": "1"}
 	for k, v := range opts.Labels {
@@ -160,7 +176,7 @@ func (h *Host) preflightSpec(imageID, name string, opts PreflightOptions) policy
 		Resources: exechost.ResourceLimits{NanoCPUs: 5e8, MemoryBytes: 64 << 20, DiskBytes: 8 << 20,
 			Pids: 64, Runtime: 2 * time.Minute, MaxOutputBytes: 64 << 10}, // runsc counts its own threads: 32 does not start
 	}
-	spec := h.policy.Build(req, policy.Meta{Owner: h.owner, ImageID: imageID, Deadline: time.Now().Add(req.Resources.Runtime)})
+	spec := h.spec(req, policy.Meta{Owner: h.owner, ImageID: imageID, Deadline: time.Now().Add(req.Resources.Runtime)})
 	if opts.Weaken != nil {
 		opts.Weaken(&spec)
 	}
@@ -244,7 +260,7 @@ func (h *Host) runOnce(ctx context.Context, spec policy.Spec) (code int64, start
 
 // checkInside provisions one sandbox the normal way and looks at it from
 // the tool's side.
-func (h *Host) checkInside(ctx context.Context, imageID string, opts PreflightOptions) ([]PreflightCheck, error) {
+func (h *Host) checkInside(ctx context.Context, imageID, runtime string, opts PreflightOptions) ([]PreflightCheck, error) {
 	spec := h.preflightSpec(imageID, "inside", opts)
 	resp, err := h.c.ContainerCreate(ctx, spec.Config, spec.HostConfig, spec.Network, nil, "")
 	if err != nil {
@@ -268,6 +284,10 @@ func (h *Host) checkInside(ctx context.Context, imageID string, opts PreflightOp
 	var script strings.Builder
 	script.WriteString("grep -E '^(NoNewPrivs|Seccomp|Cap(Inh|Prm|Eff|Bnd|Amb)):' /proc/self/status\n")
 	script.WriteString("echo \"Keeper: $(awk '/^Uid:/ {print $2}' /proc/1/status)\"\n")
+	script.WriteString("echo \"KeeperSeccomp: $(awk '/^Seccomp:/ {print $2}' /proc/1/status)\"\n")
+	// gVisor's kernel log starts with "Starting gVisor..."; the host's is
+	// unreadable for the tool (dmesg_restrict) or says something else.
+	script.WriteString("echo \"Dmesg: $(dmesg 2>/dev/null | head -n 1 | tr -d '\\r')\"\n")
 	for _, p := range maskedPaths {
 		// A masked file reads empty (/dev/null); a masked directory is an empty tmpfs.
 		fmt.Fprintf(&script, "echo \"Masked %[1]s: $( (if [ -d %[1]s ]; then ls -A %[1]s; else head -c 1 %[1]s; fi) 2>/dev/null | wc -c)\"\n", p)
@@ -295,6 +315,29 @@ func (h *Host) checkInside(ctx context.Context, imageID string, opts PreflightOp
 		}
 		checks = append(checks, c)
 	}
+	// note explains a passing check whose weakening the tool could not
+	// observe under this runtime: passed, but not silently.
+	note := func(text string) {
+		if c := &checks[len(checks)-1]; c.OK {
+			c.Detail = text
+		}
+	}
+	skip := func(name string, format string, args ...any) {
+		checks = append(checks, PreflightCheck{Name: name, Skipped: true, Detail: fmt.Sprintf(format, args...)})
+	}
+
+	// Which kernel the tool talks to: the one fact that tells the runtimes
+	// apart from inside, so the checks below know which rules apply.
+	gvisor := strings.Contains(kv["Dmesg"], "gVisor")
+	switch runtime {
+	case "runsc":
+		add(CheckRuntimeKernel, gvisor, "host runtime is runsc but the sandbox's kernel log does not show gVisor (dmesg: %q)", kv["Dmesg"])
+	case "runc":
+		add(CheckRuntimeKernel, !gvisor, "host runtime is runc but the sandbox runs on gVisor (dmesg: %q)", kv["Dmesg"])
+	default:
+		skip(CheckRuntimeKernel, "no observable fact known for runtime %q (gVisor seen: %v)", runtime, gvisor)
+	}
+
 	var unmasked []string
 	for _, p := range maskedPaths {
 		if v := kv["Masked "+p]; v != "0" {
@@ -302,10 +345,40 @@ func (h *Host) checkInside(ctx context.Context, imageID string, opts PreflightOp
 		}
 	}
 	add(CheckMaskedPaths, len(unmasked) == 0, "readable from the sandbox: %s", strings.Join(unmasked, ", "))
-	add(CheckNoNewPrivs, kv["NoNewPrivs"] == "1", "NoNewPrivs is %q, want 1", kv["NoNewPrivs"])
+	if gvisor {
+		note("gVisor's /proc and /sys provide none of these paths (/sys/firmware is empty): unreadable with or without the masks")
+	}
+
+	// no_new_privs: asked of the kernel with prctl(PR_GET_NO_NEW_PRIVS);
+	// the status line is the fallback off amd64 (gVisor has none).
+	if nnp := prctlNoNewPrivsProbe(); nnp != nil {
+		rc, out, err := runProbe(run, ".preflight-nnp", nnp)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("preflight: no_new_privs probe: %w", err)
+		case gvisor:
+			// runsc sets no_new_privs on every process docker exec starts,
+			// whatever the container's config says: the tool has it, but a
+			// missing no-new-privileges option would not show here.
+			add(CheckNoNewPrivs, rc == "1", "prctl(PR_GET_NO_NEW_PRIVS) answered %s, want 1 (%s)", rc, out)
+			note("gVisor: prctl(PR_GET_NO_NEW_PRIVS) answers 1 for the tool; runsc sets it on every exec'd process, so a missing no-new-privileges option would not show")
+		default:
+			add(CheckNoNewPrivs, rc == "1" && kv["NoNewPrivs"] == "1",
+				"prctl(PR_GET_NO_NEW_PRIVS) answered %s, NoNewPrivs is %q, want 1 and 1", rc, kv["NoNewPrivs"])
+		}
+	} else if gvisor {
+		skip(CheckNoNewPrivs, "gVisor's /proc/self/status has no NoNewPrivs line and the prctl probe is amd64-only")
+	} else {
+		add(CheckNoNewPrivs, kv["NoNewPrivs"] == "1", "NoNewPrivs is %q, want 1", kv["NoNewPrivs"])
+	}
+
 	var caps []string
 	for _, k := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
-		if v := kv[k]; strings.Trim(v, "0") != "" || v == "" {
+		v, seen := kv[k]
+		if k == "CapAmb" && gvisor && !seen {
+			continue // gVisor's status has no CapAmb line (docs/security/gvisor.md)
+		}
+		if strings.Trim(v, "0") != "" || v == "" {
 			caps = append(caps, k+"="+v)
 		}
 	}
@@ -316,21 +389,44 @@ func (h *Host) checkInside(ctx context.Context, imageID string, opts PreflightOp
 	// The profile in effect is ours: io_uring_setup, which Docker's own
 	// default allows on this daemon generation, answers EPERM.
 	if elf := ioUringProbe(); elf != nil {
-		code, out, err := run([]string{"/bin/sh", "-c", "cat > .preflight && chmod 700 .preflight && ./.preflight; echo \"rc=$?\""}, elf)
+		rc, out, err := runProbe(run, ".preflight", elf)
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("preflight: seccomp probe: %w", err)
-		case code != 0:
-			add(CheckSeccomp, false, "probe did not run: exit %d: %s", code, out)
+		case rc == "":
+			add(CheckSeccomp, false, "probe did not run: %s", out)
+		case gvisor && rc != "1":
+			// runsc applies the OCI profile (--oci-seccomp) to the
+			// container's init only, not to processes docker exec starts:
+			// the tool's system calls meet gVisor's Sentry, not the host
+			// kernel, and no profile of ours. Nothing to tell ours from none.
+			skip(CheckSeccomp, "not observable under gVisor: runsc does not apply the container's seccomp profile to processes started by docker exec "+
+				"(the tool's: io_uring_setup answered errno %s, Seccomp mode %q; PID 1 Seccomp mode %q); the tool's system calls are served by gVisor's Sentry",
+				rc, kv["Seccomp"], kv["KeeperSeccomp"])
 		default:
-			rc := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(out), "rc="))
 			add(CheckSeccomp, rc == "1" && kv["Seccomp"] == "2",
 				"io_uring_setup answered errno %s (want 1, EPERM, from agentflow's profile); Seccomp mode %q", rc, kv["Seccomp"])
 		}
+	} else if gvisor && kv["Seccomp"] != "2" {
+		skip(CheckSeccomp, "not observable under gVisor: processes started by docker exec report Seccomp mode %q", kv["Seccomp"])
 	} else {
 		add(CheckSeccomp, kv["Seccomp"] == "2", "no seccomp filter (Seccomp mode %q)", kv["Seccomp"])
 	}
 	return checks, nil
+}
+
+// runProbe copies a probe binary into the workspace, runs it as the tool
+// and returns its exit code as text ("" when the probe did not run; out
+// then says why).
+func runProbe(run func([]string, []byte) (int, string, error), name string, elf []byte) (rc, out string, err error) {
+	code, out, err := run([]string{"/bin/sh", "-c", "cat > " + name + " && chmod 700 " + name + " && ./" + name + "; echo \"rc=$?\"; rm -f " + name}, elf)
+	if err != nil {
+		return "", out, err
+	}
+	if code != 0 {
+		return "", fmt.Sprintf("exit %d: %s", code, out), nil
+	}
+	return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(out), "rc=")), out, nil
 }
 
 // ioUringProbe is a 144-byte static x86-64 ELF that calls
@@ -351,6 +447,29 @@ func ioUringProbe() []byte {
 		0xb8, 0x3c, 0x00, 0x00, 0x00, // mov eax, 60 (exit)
 		0x0f, 0x05, // syscall
 	}
+	return elfProbe(code)
+}
+
+// prctlNoNewPrivsProbe is the same kind of ELF: it exits with what
+// prctl(PR_GET_NO_NEW_PRIVS) returns (1: set, 0: not set). nil on other
+// architectures.
+func prctlNoNewPrivsProbe() []byte {
+	if !isAMD64 {
+		return nil
+	}
+	return elfProbe([]byte{
+		0xb8, 0x9d, 0x00, 0x00, 0x00, // mov eax, 157 (prctl)
+		0xbf, 0x27, 0x00, 0x00, 0x00, // mov edi, 39 (PR_GET_NO_NEW_PRIVS)
+		0x31, 0xf6, // xor esi, esi
+		0x0f, 0x05, // syscall
+		0x89, 0xc7, // mov edi, eax
+		0xb8, 0x3c, 0x00, 0x00, 0x00, // mov eax, 60 (exit)
+		0x0f, 0x05, // syscall
+	})
+}
+
+// elfProbe wraps x86-64 code in a minimal static ELF (one PT_LOAD).
+func elfProbe(code []byte) []byte {
 	const base, hdr = 0x400000, 64 + 56
 	size := uint64(hdr + len(code))
 	b := new(bytes.Buffer)
