@@ -23,7 +23,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/agentflow/agentflow/exechost"
-	"github.com/agentflow/agentflow/exechost/checkpoint"
 	"github.com/agentflow/agentflow/exechost/docker"
 	"github.com/agentflow/agentflow/internal/devserver"
 	"github.com/agentflow/agentflow/internal/spec"
@@ -127,7 +126,7 @@ func TestEngineStepBench(t *testing.T) {
 	defer c.Close()
 
 	// Baseline: a host of our own, the same cycle as TestSandboxCycleBench.
-	store, err := checkpoint.NewLocal(filepath.Join(tmp, "bench-checkpoints"))
+	store, err := sealedStore(filepath.Join(tmp, "bench-checkpoints"))
 	require.NoError(t, err)
 	host, err := docker.New(docker.Options{Client: dc, Store: store})
 	require.NoError(t, err)

@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentflow/agentflow/exechost"
-	"github.com/agentflow/agentflow/exechost/checkpoint"
 	"github.com/agentflow/agentflow/exechost/docker"
 )
 
@@ -34,7 +33,7 @@ func TestSandboxRuntimeBench(t *testing.T) {
 	ctx := t.Context()
 	runtimes := []string{"runc", "runsc"}
 	hosts := map[string]*docker.Host{}
-	store, err := checkpoint.NewLocal(t.TempDir())
+	store, err := sealedStore(t.TempDir())
 	require.NoError(t, err)
 	for _, rt := range runtimes {
 		require.NoError(t, docker.CheckRuntime(ctx, c, rt))
