@@ -48,7 +48,7 @@ type Tree struct {
 // workspace may hold. It runs before any sandbox exists, so a refusal costs
 // no container.
 func (im *Importer) Prepare(ctx context.Context, src exechost.GitSource, maxBytes int64) (*Tree, error) {
-	if err := CheckRevision(src.Revision); err != nil {
+	if err := exechost.CheckRevision(src.Revision); err != nil {
 		return nil, refuse(fieldRev, "%v", err)
 	}
 	repo, err := im.checkRepo(src.RepositoryPath)
@@ -401,4 +401,14 @@ func (t *Tree) write(w io.Writer, r *bufio.Reader) error {
 		}
 	}
 	return tw.Close()
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return s != ""
 }

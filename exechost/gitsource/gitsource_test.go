@@ -146,13 +146,13 @@ func TestExportIsExactlyTheRevision(t *testing.T) {
 func TestCheckRevision(t *testing.T) {
 	for _, ok := range []string{"main", "v1.0", "feature/x-y_z", "HEAD", "HEAD~2", "main^2", "main~1^2~3", "abc1234",
 		strings.Repeat("a", 40), strings.Repeat("0", 64), "refs/tags/v1", "xyz", "release-2024", "x~", "x^"} {
-		require.NoError(t, gitsource.CheckRevision(ok), ok)
+		require.NoError(t, exechost.CheckRevision(ok), ok)
 	}
 	for _, bad := range []string{"", "-x", "--output=/tmp/x", "--all", "main^{/regex}", ":/regex", "@{-1}", "HEAD@{1}",
 		"main:path", "a..b", "a...b", "main^{commit}", "main^{tree}", "abc12", "abc", "@", ".hidden", "x/.y", "x.lock",
 		"a//b", "/a", "a/", "a b", "a\tb", "a\nb", "main~123456", `a\b`, "x*", "x?", "x[1]", "main^!", "main^@",
 		"main^-1", "x.", "héllo", strings.Repeat("a", 300), "main~1:README"} {
-		err := gitsource.CheckRevision(bad)
+		err := exechost.CheckRevision(bad)
 		require.Error(t, err, "%q", bad)
 	}
 }

@@ -111,13 +111,6 @@ func parseUser(u string) (uid, gid int, err error) {
 	return uid, gid, nil
 }
 
-// LooksSecret reports whether an environment variable name looks like it
-// holds a credential: exechost.LooksSecret, the one rule.
-func LooksSecret(name string) bool { return exechost.LooksSecret(name) }
-
-// IsPinned reports whether ref names an immutable image: exechost.IsPinned.
-func IsPinned(ref string) bool { return exechost.IsPinned(ref) }
-
 // ValidateProvision checks a whole provision request and returns every
 // problem at once; each matches exechost.ErrPolicy. The rules are the
 // host-neutral exechost.Validator's; Docker-only rules go here too.
@@ -129,10 +122,6 @@ func (p *Policy) ValidateProvision(req exechost.ProvisionRequest) error {
 func (p *Policy) ValidateExec(req exechost.ExecRequest) error {
 	return p.rules.ValidateExec(req)
 }
-
-// CheckRevision is the git revision rule (exechost.CheckRevision): ref
-// names and object IDs with ~N/^N only, checked before git ever runs.
-func CheckRevision(rev string) error { return exechost.CheckRevision(rev) }
 
 // CheckImageVolumes refuses images that declare VOLUMEs outside the tmpfs
 // mounts the sandbox covers: Docker would back them with an anonymous host

@@ -250,9 +250,9 @@ func TestContainerName(t *testing.T) {
 
 func TestCheckRevision(t *testing.T) {
 	for _, rev := range []string{"", "-x", "--output=/tmp/x", "main branch", "a\nb", strings.Repeat("a", 300)} {
-		require.Error(t, CheckRevision(rev), rev)
+		require.Error(t, exechost.CheckRevision(rev), rev)
 	}
 	for _, rev := range []string{"main", "HEAD~1", "v1.2.3", "0123abc", "refs/heads/feature-x"} {
-		require.NoError(t, CheckRevision(rev), rev)
+		require.NoError(t, exechost.CheckRevision(rev), rev)
 	}
 }
