@@ -19,6 +19,17 @@ var (
 	ErrTerminated = errors.New("execution terminated")
 	// ErrCorruptCheckpoint: a checkpoint failed its manifest or content checks.
 	ErrCorruptCheckpoint = errors.New("corrupt checkpoint")
+	// ErrStoreUnavailable: the checkpoint (object) store could not be
+	// reached or refused a write for lack of space. Infrastructure: retry,
+	// never blame the tool.
+	ErrStoreUnavailable = errors.New("checkpoint store unavailable")
+	// ErrImageUnavailable: the image is not on this host and could not be
+	// fetched right now (registry unreachable, pull interrupted). Retry.
+	ErrImageUnavailable = errors.New("image unavailable")
+	// ErrImageNotFound: the image is not on this host and cannot be fetched
+	// by anyone (a local-only image ID, or a digest the registry does not
+	// hold). Never retried.
+	ErrImageNotFound = errors.New("image not found")
 )
 
 // PolicyError names the field of a request that broke policy.

@@ -23,7 +23,17 @@ const (
 	OutputLimit     = "OutputLimit"     // output cap or inline payload limit: retryable
 	PolicyViolation = "PolicyViolation" // the sandbox refused the request: never retried
 	InvalidInput    = "InvalidInput"    // the request cannot work (bad secret, corrupt checkpoint): never retried
-	SandboxLost     = "SandboxLost"     // infrastructure (daemon down, sandbox gone): retryable
+	SandboxLost     = "SandboxLost"     // infrastructure (daemon down, sandbox gone, worker died): retryable
+	// StoreUnavailable: the checkpoint/log/result store could not be reached
+	// or is full. Infrastructure: retryable.
+	StoreUnavailable = "StoreUnavailable"
+	// ImageUnavailable: the step's image is not on the worker and could not
+	// be pulled right now. Infrastructure: retryable.
+	ImageUnavailable = "ImageUnavailable"
+	// ImageNotFound: the image cannot be had by this worker at all (a
+	// local-only image ID it lacks, a digest the registry does not hold).
+	// Never retried.
+	ImageNotFound = "ImageNotFound"
 )
 
 // Failure classes of the tool registry (register, remove, probe).
@@ -52,6 +62,9 @@ var retryable = map[string]bool{
 	Timeout:             true,
 	OutputLimit:         true,
 	SandboxLost:         true,
+	StoreUnavailable:    true,
+	ImageUnavailable:    true,
+	ImageNotFound:       false,
 	PolicyViolation:     false,
 	InvalidInput:        false,
 	ToolConflict:        false,
@@ -67,7 +80,18 @@ var retryable = map[string]bool{
 func Retryable(typ string) bool { return retryable[typ] }
 
 // stepTypes are the classes RunStep returns, in a fixed order.
-var stepTypes = []string{ToolFailed, Timeout, OutputLimit, PolicyViolation, InvalidInput, SandboxLost}
+var stepTypes = []string{ToolFailed, Timeout, OutputLimit, PolicyViolation, InvalidInput, SandboxLost,
+	StoreUnavailable, ImageUnavailable, ImageNotFound}
+
+// infrastructure are the retryable classes that say nothing about the
+// tool: the sandbox, the worker, the store or the image source failed.
+// They are retried on their own budget, independently of a step's
+// `retries` (which counts tool failures only).
+var infrastructure = map[string]bool{SandboxLost: true, StoreUnavailable: true, ImageUnavailable: true}
+
+// Infrastructure reports whether typ is an infrastructure failure (retried
+// on the infrastructure budget, counted apart from tool failures).
+func Infrastructure(typ string) bool { return infrastructure[typ] }
 
 // probeTypes are the classes the registry's ProbeTool activity returns.
 var probeTypes = []string{ToolVersionMismatch, ToolProbeFailed, PolicyViolation}
@@ -112,6 +136,12 @@ func HostType(err error, toolRan bool) string {
 	case errors.Is(err, exechost.ErrCorruptCheckpoint):
 		// A corrupt dependency checkpoint stays corrupt on every retry.
 		typ = InvalidInput
+	case errors.Is(err, exechost.ErrStoreUnavailable):
+		typ = StoreUnavailable
+	case errors.Is(err, exechost.ErrImageNotFound):
+		typ = ImageNotFound
+	case errors.Is(err, exechost.ErrImageUnavailable):
+		typ = ImageUnavailable
 	default:
 		// Docker down, sandbox gone, checkpoint not on this worker, ...
 		typ = SandboxLost

@@ -15,6 +15,7 @@ import (
 func TestRetryable(t *testing.T) {
 	for typ, want := range map[string]bool{
 		ToolFailed: true, Timeout: true, OutputLimit: true, SandboxLost: true,
+		StoreUnavailable: true, ImageUnavailable: true, ImageNotFound: false,
 		PolicyViolation: false, InvalidInput: false,
 		ToolConflict: false, ToolNotFound: false, ToolVersionMismatch: false, ToolProbeFailed: false,
 		AgentFailed: false, UnsupportedPlan: false,
@@ -22,7 +23,7 @@ func TestRetryable(t *testing.T) {
 	} {
 		require.Equal(t, want, Retryable(typ), typ)
 	}
-	require.ElementsMatch(t, []string{PolicyViolation, InvalidInput}, NonRetryableTypes())
+	require.ElementsMatch(t, []string{PolicyViolation, InvalidInput, ImageNotFound}, NonRetryableTypes())
 	require.ElementsMatch(t, []string{ToolVersionMismatch, ToolProbeFailed, PolicyViolation}, NonRetryableProbeTypes())
 	for _, typ := range StepTypes() {
 		_, known := retryable[typ]
@@ -48,6 +49,10 @@ func TestHostType(t *testing.T) {
 		{"corrupt checkpoint during exec", fmt.Errorf("x: %w", exechost.ErrCorruptCheckpoint), true, InvalidInput},
 		{"terminated", fmt.Errorf("exec: %w", exechost.ErrTerminated), true, SandboxLost},
 		{"unclassified", errors.New("connection refused"), true, SandboxLost},
+		{"store unavailable at restore", fmt.Errorf("restore: %w", exechost.ErrStoreUnavailable), false, StoreUnavailable},
+		{"store unavailable at checkpoint", fmt.Errorf("checkpoint: %w", exechost.ErrStoreUnavailable), true, StoreUnavailable},
+		{"image unavailable", fmt.Errorf("pull: %w", exechost.ErrImageUnavailable), false, ImageUnavailable},
+		{"image not found", fmt.Errorf("image: %w", exechost.ErrImageNotFound), false, ImageNotFound},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,4 +96,15 @@ func TestNew(t *testing.T) {
 	require.ErrorAs(t, New(ToolNotFound, "gone"), &app)
 	require.False(t, app.HasDetails())
 	require.True(t, app.NonRetryable())
+}
+
+func TestInfrastructure(t *testing.T) {
+	for _, typ := range StepTypes() {
+		want := typ == SandboxLost || typ == StoreUnavailable || typ == ImageUnavailable
+		require.Equal(t, want, Infrastructure(typ), typ)
+		if Infrastructure(typ) {
+			require.True(t, Retryable(typ), "infrastructure class %s must be retryable", typ)
+		}
+	}
+	require.False(t, Infrastructure("SomethingNobodyClassified"))
 }
