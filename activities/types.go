@@ -32,6 +32,14 @@ type StepRequest struct {
 	// step's dependencies in depends_on order (later wins).
 	Git         *spec.GitWorkspace `json:"git,omitempty"`
 	Checkpoints []string           `json:"checkpoints,omitempty"`
+
+	// Attempt is the workflow's number for this attempt of the step, 1-based
+	// over every attempt (tool and infrastructure failures alike). The
+	// workflow retries the step itself (one activity execution per attempt),
+	// so the activity's own attempt counter is always 1 and this field is
+	// what the sandbox, the log and the result record are keyed by. 0 (runs
+	// recorded before the field existed) means the activity's attempt.
+	Attempt int32 `json:"attempt,omitempty"`
 }
 
 // StepResult is the output of one successful attempt.
@@ -41,6 +49,12 @@ type StepResult struct {
 	Attempt      int32          `json:"attempt"`
 	OutputBytes  int            `json:"output_bytes"`
 	ImageDigest  string         `json:"image_digest,omitempty"`
+	// Worker is the identity of the worker that ran the tool.
+	Worker string `json:"worker,omitempty"`
+	// AdoptedFrom is set when this attempt did not run the tool but adopted
+	// the recorded result of an earlier attempt that finished (e.g. during
+	// a Temporal outage) and whose completion was lost: its number.
+	AdoptedFrom int32 `json:"adopted_from,omitempty"`
 }
 
 // Application error types returned by RunStep (temporal.ApplicationError
@@ -62,6 +76,8 @@ type StepFailureDetails struct {
 	CheckpointID string `json:"checkpoint_id,omitempty"`
 	ExitCode     int    `json:"exit_code"`
 	StderrTail   string `json:"stderr_tail,omitempty"`
+	// Worker is the identity of the worker the attempt ran on.
+	Worker string `json:"worker,omitempty"`
 }
 
 // RunEvent is the input of the RunFinished activity: the terminal state of
