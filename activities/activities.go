@@ -1,8 +1,10 @@
 package activities
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/agentflow/agentflow/exechost"
@@ -50,6 +52,11 @@ type Options struct {
 	Secrets secrets.Resolver
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
+
+	// Identity names this worker in results, failure details and attempt
+	// records (the worker passes its Temporal client identity); ""
+	// is DefaultIdentity().
+	Identity string
 
 	InlineOutputLimit int64
 	Grace             time.Duration
@@ -103,9 +110,21 @@ func New(opts Options) *Activities {
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Timeout: DefaultWebhookTimeout}
 	}
+	if opts.Identity == "" {
+		opts.Identity = DefaultIdentity()
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Activities{opts: opts, log: log}
+}
+
+// DefaultIdentity is pid@hostname, the Temporal client's default identity.
+func DefaultIdentity() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return fmt.Sprintf("%d@%s", os.Getpid(), host)
 }

@@ -80,10 +80,7 @@ type attempt struct {
 }
 
 func (a *Activities) newAttempt(ctx context.Context, req StepRequest) *attempt {
-	number := activity.GetInfo(ctx).Attempt
-	if number < 1 {
-		number = 1
-	}
+	number := attemptNumber(req.Attempt, activity.GetInfo(ctx).Attempt)
 	at := &attempt{
 		a:      a,
 		req:    req,
@@ -93,8 +90,20 @@ func (a *Activities) newAttempt(ctx context.Context, req StepRequest) *attempt {
 		scrub:  newScrubber(nil),
 	}
 	at.log = a.log.With("agent_id", req.AgentID, "run_id", req.RunID, "step_id", req.StepID,
-		"attempt", number, "tool", toolName(req), "execution_id", string(at.id))
+		"attempt", number, "tool", toolName(req), "execution_id", string(at.id), "worker", a.opts.Identity)
 	return at
+}
+
+// attemptNumber is the attempt's number: the workflow's when it sets one,
+// else (runs recorded before StepRequest.Attempt existed) the activity's.
+func attemptNumber(requested, activityAttempt int32) int32 {
+	switch {
+	case requested > 0:
+		return requested
+	case activityAttempt > 0:
+		return activityAttempt
+	}
+	return 1
 }
 
 // run is the attempt itself. It returns a *stepError, a context error
@@ -197,6 +206,7 @@ func (at *attempt) run(ctx context.Context) (*StepResult, error) {
 		Attempt:      at.number,
 		OutputBytes:  len(res.Stdout),
 		ImageDigest:  exe.ImageDigest,
+		Worker:       a.opts.Identity,
 	}, nil
 }
 
@@ -401,7 +411,7 @@ func (at *attempt) checkpointFailure(err error, res *exechost.ExecResult) *stepE
 }
 
 func (at *attempt) details(res *exechost.ExecResult) StepFailureDetails {
-	d := StepFailureDetails{Attempt: at.number, ExitCode: -1}
+	d := StepFailureDetails{Attempt: at.number, ExitCode: -1, Worker: at.a.opts.Identity}
 	if res != nil {
 		d.ExitCode = res.ExitCode
 		d.StderrTail = tail(string(at.scrub.Bytes(res.Stderr)), at.a.opts.StderrTail)
@@ -503,6 +513,12 @@ func (at *attempt) finish(ctx context.Context, start time.Time, err error) error
 		}
 	}
 	if err != nil {
+		var se *stepError
+		if errors.As(err, &se) {
+			// Every failure names its attempt and worker, also those
+			// classified before the sandbox existed.
+			se.Details.Attempt, se.Details.Worker = at.number, at.a.opts.Identity
+		}
 		at.log.InfoContext(ctx, "step attempt failed", "status", status, "duration_ms", time.Since(start).Milliseconds(),
 			"error", at.scrub.String(err.Error()))
 		return toTemporal(err)
