@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentflow/agentflow/exechost"
+	"github.com/agentflow/agentflow/internal/attemptrec"
 	"github.com/agentflow/agentflow/internal/logstore"
 	"github.com/agentflow/agentflow/internal/metrics"
 	"github.com/agentflow/agentflow/internal/secrets"
@@ -52,6 +53,14 @@ type Options struct {
 	Secrets secrets.Resolver
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
+
+	// Results keeps the signed record of every successful attempt, written
+	// before the attempt reports (results.go); nil records nothing, and a
+	// lost completion then runs the tool again.
+	Results *attemptrec.Store
+	// Checkpoints confirms a recorded attempt's checkpoint before its result
+	// is adopted; adoption needs both Results and Checkpoints.
+	Checkpoints CheckpointChecker
 
 	// Identity names this worker in results, failure details and attempt
 	// records (the worker passes its Temporal client identity); ""

@@ -77,6 +77,9 @@ type attempt struct {
 	log    *slog.Logger
 	stdout []byte
 	stderr []byte
+	// adoptedFrom is the earlier attempt whose recorded result this one
+	// returned without running the tool (0: the tool ran).
+	adoptedFrom int32
 }
 
 func (a *Activities) newAttempt(ctx context.Context, req StepRequest) *attempt {
@@ -126,6 +129,13 @@ func (at *attempt) run(ctx context.Context) (*StepResult, error) {
 
 	hb := startHeartbeat(ctx, a.opts.HeartbeatInterval)
 	defer hb.stop()
+
+	// An earlier attempt may have finished with its report lost: adopt
+	// its recorded result instead of running the tool twice.
+	hb.setPhase("adopt")
+	if res, err := at.adopt(ctx); res != nil || err != nil {
+		return res, err
+	}
 
 	values, err := a.resolveSecrets(ctx, req.SecretSources)
 	if err != nil {
@@ -200,14 +210,21 @@ func (at *attempt) run(ctx context.Context) (*StepResult, error) {
 	if cpErr != nil {
 		return nil, at.checkpointFailure(cpErr, res)
 	}
-	return &StepResult{
+	result := &StepResult{
 		Output:       output,
 		CheckpointID: string(cp.CheckpointID),
 		Attempt:      at.number,
 		OutputBytes:  len(res.Stdout),
 		ImageDigest:  exe.ImageDigest,
 		Worker:       a.opts.Identity,
-	}, nil
+	}
+	// Recorded before it is reported: a report lost after this point is
+	// adopted by the next attempt.
+	hb.setPhase("record")
+	if err := at.record(ctx, result); err != nil {
+		return nil, err
+	}
+	return result, nil
 }
 
 // canceled is the one cancellation check: the activity was canceled or its
@@ -474,6 +491,9 @@ func (at *attempt) writeLog(ctx context.Context, failMsg string) {
 		}
 		fmt.Fprintf(&buf, "--- agentflow: attempt %d failed: %s\n", at.number, at.scrub.String(failMsg))
 	}
+	if at.adoptedFrom > 0 {
+		fmt.Fprintf(&buf, "--- agentflow: attempt %d adopted the recorded result of attempt %d; the tool did not run again\n", at.number, at.adoptedFrom)
+	}
 	key := logstore.Key{AgentID: at.req.AgentID, RunID: at.req.RunID, StepID: at.req.StepID, Attempt: at.number}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), at.a.opts.CleanupTimeout)
 	defer cancel()
@@ -490,6 +510,9 @@ func (at *attempt) finish(ctx context.Context, start time.Time, err error) error
 	kind := failure.Kind(err)
 	status := kind
 	switch {
+	case err == nil && at.adoptedFrom > 0:
+		status = "adopted"
+		at.writeLog(ctx, "")
 	case err == nil:
 		status = "success"
 		at.writeLog(ctx, "")
@@ -506,10 +529,17 @@ func (at *attempt) finish(ctx context.Context, start time.Time, err error) error
 	m := at.a.opts.Metrics
 	tool := toolName(at.req)
 	if m != nil {
-		m.ToolInvocations.WithLabelValues(tool, status).Inc()
-		m.StepDuration.WithLabelValues(tool, status).Observe(time.Since(start).Seconds())
+		if at.adoptedFrom > 0 {
+			m.AttemptAdopted(tool) // no tool ran: not an invocation
+		} else {
+			m.ToolInvocations.WithLabelValues(tool, status).Inc()
+			m.StepDuration.WithLabelValues(tool, status).Observe(time.Since(start).Seconds())
+		}
 		if at.number > 1 {
 			m.StepRetries.WithLabelValues(tool).Inc()
+		}
+		if err != nil && kind != failure.Canceled {
+			m.AttemptFailed(tool, failureClass(kind), kind)
 		}
 	}
 	if err != nil {
@@ -523,8 +553,26 @@ func (at *attempt) finish(ctx context.Context, start time.Time, err error) error
 			"error", at.scrub.String(err.Error()))
 		return toTemporal(err)
 	}
+	if at.adoptedFrom > 0 {
+		at.log.InfoContext(ctx, "step attempt adopted the recorded result of an earlier attempt; the tool did not run again",
+			"adopted_from", at.adoptedFrom, "duration_ms", time.Since(start).Milliseconds())
+		return nil
+	}
 	at.log.InfoContext(ctx, "step attempt succeeded", "duration_ms", time.Since(start).Milliseconds())
 	return nil
+}
+
+// failureClass sorts a failure type for metrics: infrastructure (retried
+// on its own budget), tool (retryable and about the tool: counts against
+// the step's retries) or other (never retried).
+func failureClass(typ string) string {
+	switch {
+	case failure.Infrastructure(typ):
+		return metrics.FailureInfrastructure
+	case failure.Retryable(typ):
+		return metrics.FailureTool
+	}
+	return metrics.FailureOther
 }
 
 func tail(s string, n int) string {
