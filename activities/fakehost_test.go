@@ -30,7 +30,7 @@ type fakeHost struct {
 	live        map[exechost.ExecutionID]bool
 	stored      map[exechost.CheckpointID]exechost.ExecutionID // every checkpoint made, for Stat
 	statErr     error                                          // returned by Stat when set
-	execStarted chan struct{} // closed when the first Exec starts, if set
+	execStarted chan struct{}                                  // closed when the first Exec starts, if set
 }
 
 func newFakeHost() *fakeHost {

@@ -43,18 +43,18 @@ const (
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	RunFinished       *prometheus.CounterVec   // spec, status
-	RunDuration       *prometheus.HistogramVec // spec, status
-	StepDuration      *prometheus.HistogramVec // tool, status
-	ToolInvocations   *prometheus.CounterVec   // tool, status
-	StepRetries       *prometheus.CounterVec   // tool
+	RunFinished     *prometheus.CounterVec   // spec, status
+	RunDuration     *prometheus.HistogramVec // spec, status
+	StepDuration    *prometheus.HistogramVec // tool, status
+	ToolInvocations *prometheus.CounterVec   // tool, status
+	StepRetries     *prometheus.CounterVec   // tool
 	// AttemptFailures counts failed attempts by tool, class (FailureTool,
 	// FailureInfrastructure, FailureOther) and failure type, so a broken
 	// tool and a broken machine never look alike on a dashboard.
 	AttemptFailures *prometheus.CounterVec // tool, class, type
 	// AttemptsAdopted counts attempts that adopted the recorded result of
 	// an earlier attempt instead of running the tool again.
-	AttemptsAdopted *prometheus.CounterVec // tool
+	AttemptsAdopted   *prometheus.CounterVec   // tool
 	SandboxPhase      *prometheus.HistogramVec // phase, result
 	CheckpointBytes   prometheus.Histogram
 	OutputBytes       prometheus.Histogram
