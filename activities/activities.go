@@ -62,6 +62,11 @@ type Options struct {
 	// is adopted; adoption needs both Results and Checkpoints.
 	Checkpoints CheckpointChecker
 
+	// HandBack, closed by a stopping worker once it stops waiting for
+	// running attempts, makes each of them abort, terminate its sandbox and
+	// fail as SandboxLost (handback.go). nil: attempts run to the end.
+	HandBack <-chan struct{}
+
 	// Identity names this worker in results, failure details and attempt
 	// records (the worker passes its Temporal client identity); ""
 	// is DefaultIdentity().

@@ -1,10 +1,13 @@
 package activities
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
@@ -84,4 +87,37 @@ func TestRunStepWithoutAttemptUsesActivityAttempt(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int32(1), res.Attempt)
 	require.NotEmpty(t, res.Worker, "a worker without an identity gets pid@hostname")
+}
+
+// A stopping worker hands running attempts back: the exec is aborted (the
+// host destroys the sandbox), nothing is checkpointed, and the attempt
+// fails as SandboxLost naming the worker, so it is retried elsewhere.
+func TestHandBackOnWorkerStop(t *testing.T) {
+	h := newHarness(t)
+	h.opts.Identity = "77@stopping"
+	handBack := make(chan struct{})
+	h.opts.HandBack = handBack
+	started := make(chan struct{})
+	h.host.execStarted = started
+	h.host.exec = func(ctx context.Context, _ exechost.ExecRequest) (*exechost.ExecResult, error) {
+		<-ctx.Done()
+		return &exechost.ExecResult{ExitCode: -1, Aborted: true}, fmt.Errorf("exec: %w", exechost.ErrAborted)
+	}
+	go func() {
+		<-started
+		close(handBack)
+	}()
+	req := baseReq()
+	req.Attempt = 4
+	_, err := h.run(t, req)
+	app, d := failureDetails(t, err)
+	require.Equal(t, ErrTypeSandboxLost, app.Type())
+	require.False(t, app.NonRetryable())
+	require.Equal(t, "worker 77@stopping stopped before the attempt finished; handed back", app.Message())
+	require.Equal(t, int32(4), d.Attempt)
+	require.Empty(t, h.host.checkpointRequests())
+	_, _, _, terminates, live := h.host.snapshot()
+	require.Len(t, terminates, 1)
+	require.Zero(t, live)
+	require.InDelta(t, 1, testutil.ToFloat64(h.metrics.AttemptFailures.WithLabelValues("echo:1.0", "infrastructure", "SandboxLost")), 0)
 }

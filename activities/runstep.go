@@ -59,9 +59,15 @@ func ExecutionIDFor(agentID, runID, stepID string, attempt int32) exechost.Execu
 // Every outcome, success or whatever failed, leaves through finish once:
 // it writes the attempt's log, records metrics and classifies the error.
 func (a *Activities) RunStep(ctx context.Context, req StepRequest) (*StepResult, error) {
+	ctx, stop := a.watchHandBack(ctx)
+	defer stop()
 	at := a.newAttempt(ctx, req)
 	start := time.Now()
 	res, err := at.run(ctx)
+	if hb := handBackError(ctx); hb != nil && err != nil && failure.Kind(err) == failure.Canceled {
+		// Whatever step the hand-back interrupted saw a canceled context.
+		err = hb
+	}
 	return res, at.finish(ctx, start, err)
 }
 
@@ -227,9 +233,13 @@ func (at *attempt) run(ctx context.Context) (*StepResult, error) {
 	return result, nil
 }
 
-// canceled is the one cancellation check: the activity was canceled or its
-// deadline passed. Whatever the host returned is then moot.
+// canceled is the one cancellation check: the activity was canceled, its
+// deadline passed, or its worker handed it back (SandboxLost). Whatever the
+// host returned is then moot.
 func canceled(ctx context.Context) error {
+	if hb := handBackError(ctx); hb != nil {
+		return hb
+	}
 	return ctx.Err()
 }
 
