@@ -75,8 +75,8 @@ func encodeOutput(out map[string]any) (json.RawMessage, error) {
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
-// adopt returns the recorded success of an earlier attempt of this step,
-// or nil when there is none that holds up. Records are not trusted: one
+// adopt returns the recorded success of an earlier attempt of this step
+// (or of this attempt's own earlier delivery), or nil when there is none that holds up. Records are not trusted: one
 // is adopted only if it verifies (attemptrec), was made for this request
 // (agent, run, step: by its key; image: by its field), its output is one
 // JSON object within this worker's inline limit, and its checkpoint still
@@ -86,7 +86,7 @@ func encodeOutput(out map[string]any) (json.RawMessage, error) {
 // twice.
 func (at *attempt) adopt(ctx context.Context) (*StepResult, error) {
 	store, cps := at.a.opts.Results, at.a.opts.Checkpoints
-	if store == nil || cps == nil || at.number <= 1 {
+	if store == nil || cps == nil || (at.number <= 1 && !at.redelivered) {
 		return nil, nil
 	}
 	req := at.req
@@ -99,7 +99,9 @@ func (at *attempt) adopt(ctx context.Context) (*StepResult, error) {
 	}
 	for i := len(entries) - 1; i >= 0; i-- { // the latest finished attempt first
 		e := entries[i]
-		if e.Attempt >= at.number {
+		// Earlier attempts, and this one when Temporal delivers it again
+		// (its first delivery may have finished and lost its report).
+		if e.Attempt > at.number || e.Attempt == at.number && !at.redelivered {
 			continue
 		}
 		ignore := func(why string, args ...any) {

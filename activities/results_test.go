@@ -260,3 +260,32 @@ func TestFailureMetricsKeepToolAndInfrastructureApart(t *testing.T) {
 	require.InDelta(t, 1, testutil.ToFloat64(h.metrics.AttemptFailures.WithLabelValues("echo:1.0", "infrastructure", "SandboxLost")), 0)
 	require.InDelta(t, 1, testutil.ToFloat64(h.metrics.AttemptFailures.WithLabelValues("echo:1.0", "other", "PolicyViolation")), 0)
 }
+
+// A numbered attempt that Temporal delivers again (server-side retry of
+// the same activity) adopts its own first delivery's record; a first
+// delivery never does.
+func TestAdoptOwnEarlierDelivery(t *testing.T) {
+	h := newHarness(t)
+	mem := objstore.NewMem()
+	h.withResults(t, mem)
+	var runs atomic.Int32
+	h.host.exec = countingTool(&runs)
+	req := baseReq()
+	req.Attempt = 2
+	_, err := h.run(t, req)
+	require.NoError(t, err)
+
+	for _, redelivered := range []bool{false, true} {
+		opts := h.opts
+		opts.Host = h.host
+		at := &attempt{a: New(opts), req: req, number: 2, redelivered: redelivered, log: New(opts).log}
+		res, err := at.adopt(t.Context())
+		require.NoError(t, err)
+		if !redelivered {
+			require.Nil(t, res, "a first delivery has no record of itself to adopt")
+			continue
+		}
+		require.NotNil(t, res)
+		require.Equal(t, int32(2), res.AdoptedFrom)
+	}
+}

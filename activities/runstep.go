@@ -83,20 +83,25 @@ type attempt struct {
 	log    *slog.Logger
 	stdout []byte
 	stderr []byte
+	// redelivered: Temporal delivers this numbered attempt again (its
+	// activity attempt > 1), so a record of the attempt itself may exist.
+	redelivered bool
 	// adoptedFrom is the earlier attempt whose recorded result this one
 	// returned without running the tool (0: the tool ran).
 	adoptedFrom int32
 }
 
 func (a *Activities) newAttempt(ctx context.Context, req StepRequest) *attempt {
-	number := attemptNumber(req.Attempt, activity.GetInfo(ctx).Attempt)
+	info := activity.GetInfo(ctx)
+	number := attemptNumber(req.Attempt, info.Attempt)
 	at := &attempt{
-		a:      a,
-		req:    req,
-		number: number,
-		id:     ExecutionIDFor(req.AgentID, req.RunID, req.StepID, number),
-		budget: BudgetFor(req.Timeout),
-		scrub:  newScrubber(nil),
+		a:           a,
+		req:         req,
+		number:      number,
+		redelivered: req.Attempt > 0 && info.Attempt > 1,
+		id:          ExecutionIDFor(req.AgentID, req.RunID, req.StepID, number),
+		budget:      BudgetFor(req.Timeout),
+		scrub:       newScrubber(nil),
 	}
 	at.log = a.log.With("agent_id", req.AgentID, "run_id", req.RunID, "step_id", req.StepID,
 		"attempt", number, "tool", toolName(req), "execution_id", string(at.id), "worker", a.opts.Identity)
@@ -520,9 +525,6 @@ func (at *attempt) finish(ctx context.Context, start time.Time, err error) error
 	kind := failure.Kind(err)
 	status := kind
 	switch {
-	case err == nil && at.adoptedFrom > 0:
-		status = "adopted"
-		at.writeLog(ctx, "")
 	case err == nil:
 		status = "success"
 		at.writeLog(ctx, "")

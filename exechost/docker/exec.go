@@ -59,8 +59,12 @@ func (h *Host) Exec(ctx context.Context, id exechost.ExecutionID, req exechost.E
 	}
 	switch {
 	case errors.Is(err, runner.ErrContainerGone):
+		ours := e.terminated.Load() // Terminate removed it under the command
 		h.lost(e)
-		return out, fmt.Errorf("exec %s: %w: %w", id, exechost.ErrTerminated, err)
+		if ours {
+			return out, fmt.Errorf("exec %s: sandbox removed: %w: %w", id, exechost.ErrTerminated, err)
+		}
+		return out, h.goneFromOutside(id, e, "container gone", err)
 	case err != nil:
 		return out, fmt.Errorf("exec %s: %w", id, err)
 	}
@@ -80,10 +84,25 @@ func (h *Host) Exec(ctx context.Context, id exechost.ExecutionID, req exechost.E
 		// (a checkpoint) may run in it any more.
 		if how, gone := h.destroyedFromOutside(ctx, e); gone {
 			h.lost(e)
-			return out, fmt.Errorf("exec %s: sandbox container was killed from outside (exit %d; container %s): %w", id, res.ExitCode, how, exechost.ErrTerminated)
+			return out, h.goneFromOutside(id, e, fmt.Sprintf("exit %d; container %s", res.ExitCode, how), nil)
 		}
 	}
 	return out, nil
+}
+
+// goneFromOutside is the error of an exec whose sandbox ended without this
+// host ending it: the in-container runtime deadline if it has passed, else
+// someone outside (docker kill, docker rm -f, a daemon restart). Either way
+// ErrTerminated: the sandbox is lost, the tool did not fail.
+func (h *Host) goneFromOutside(id exechost.ExecutionID, e *execution, detail string, cause error) error {
+	what := "sandbox container was killed from outside"
+	if !time.Now().Before(e.deadline) {
+		what = "sandbox reached its runtime deadline"
+	}
+	if cause != nil {
+		return fmt.Errorf("exec %s: %s (%s): %w: %w", id, what, detail, exechost.ErrTerminated, cause)
+	}
+	return fmt.Errorf("exec %s: %s (%s): %w", id, what, detail, exechost.ErrTerminated)
 }
 
 // stopSettle bounds how long a signal death waits for the daemon to record
