@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -113,9 +114,13 @@ func TestRealSandboxKilledFromOutsideIsLost(t *testing.T) {
 	go func() {
 		// Kill the sandbox once its tool runs (the tool is the only
 		// process named "tool" in it).
-		deadline := time.Now().Add(time.Minute)
-		for time.Now().Before(deadline) {
-			for _, s := range f.containers(t) {
+		tick := time.NewTicker(100 * time.Millisecond) // polling the daemon
+		defer tick.Stop()
+		deadline := time.After(time.Minute)
+		for {
+			list, _ := f.c.ContainerList(context.Background(), container.ListOptions{
+				Filters: filters.NewArgs(filters.Arg("label", "agentflow.test.suite="+f.suite))})
+			for _, s := range list {
 				top, err := f.c.ContainerTop(context.Background(), s.ID, nil)
 				if err != nil {
 					continue
@@ -127,9 +132,13 @@ func TestRealSandboxKilledFromOutsideIsLost(t *testing.T) {
 					}
 				}
 			}
-			time.Sleep(100 * time.Millisecond) // polling the daemon, not synchronising the test
+			select {
+			case <-tick.C:
+			case <-deadline:
+				killed <- fmt.Errorf("the tool never started")
+				return
+			}
 		}
-		killed <- fmt.Errorf("the tool never started")
 	}()
 	_, err := h.run(t, req)
 	require.NoError(t, <-killed)
@@ -146,7 +155,7 @@ func TestRealSandboxKilledFromOutsideIsLost(t *testing.T) {
 
 func containsTool(fields []string) bool {
 	for _, s := range fields {
-		if len(s) >= 9 && s[len(s)-9:] == "/bin/tool" {
+		if strings.HasSuffix(s, "/bin/tool") {
 			return true
 		}
 	}
