@@ -90,7 +90,7 @@ func (at *attempt) adopt(ctx context.Context) (*StepResult, error) {
 		return nil, nil
 	}
 	req := at.req
-	entries, err := store.List(ctx, req.AgentID, req.RunID, req.StepID)
+	entries, err := store.List(ctx, req.AgentID, req.RunID, req.StepID, at.number)
 	if err != nil {
 		if cerr := canceled(ctx); cerr != nil {
 			return nil, cerr

@@ -163,12 +163,13 @@ type Entry struct {
 	Err     error
 }
 
-// List reads every record of one step, sorted by attempt. Objects that are
-// not records of this step (other names, bad signatures, records moved from
-// another key) come back as entries with Err set; a failure of the store
-// itself is the returned error (matching objstore.ErrUnavailable when the
-// store is down).
-func (s *Store) List(ctx context.Context, agentID, runID, stepID string) ([]Entry, error) {
+// List reads the records of one step's attempts 1..maxAttempt, sorted by
+// attempt (only those are read: whatever else a bucket writer put under
+// the prefix costs a listing, not a download). Objects that are not
+// records of this step (bad signatures, records moved from another key)
+// come back as entries with Err set; a failure of the store itself is the
+// returned error (matching objstore.ErrUnavailable when the store is down).
+func (s *Store) List(ctx context.Context, agentID, runID, stepID string, maxAttempt int32) ([]Entry, error) {
 	prefix := StepPrefix(agentID, runID, stepID)
 	infos, err := s.objs.List(ctx, prefix)
 	if err != nil {
@@ -178,8 +179,8 @@ func (s *Store) List(ctx context.Context, agentID, runID, stepID string) ([]Entr
 	for _, info := range infos {
 		name := strings.TrimPrefix(info.Key, prefix)
 		n, ok := attemptOf(name)
-		if !ok {
-			continue // not a record name (nested keys, other files): not ours to judge
+		if !ok || n > maxAttempt {
+			continue // not a record name (nested keys, other files), or not asked for
 		}
 		e := Entry{Key: info.Key, Attempt: n}
 		rec, err := s.read(ctx, info)

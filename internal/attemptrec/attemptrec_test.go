@@ -63,7 +63,10 @@ func TestRoundTripAndWriteOnce(t *testing.T) {
 	require.Len(t, infos, 3)
 	require.Equal(t, "agent%2F1/run-1/fetch/1.json", infos[0].Key, "segments are escaped")
 
-	entries, err := s.List(ctx, "agent/1", "run-1", "fetch")
+	entries, err := s.List(ctx, "agent/1", "run-1", "fetch", 1)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "only attempts up to maxAttempt")
+	entries, err = s.List(ctx, "agent/1", "run-1", "fetch", 9)
 	require.NoError(t, err)
 	require.Len(t, entries, 2)
 	for i, e := range entries {
@@ -130,7 +133,7 @@ func TestUntrustedRecordsAreRejected(t *testing.T) {
 			foreign, err := New(mem, keyring(t, "xforeign"), 4096)
 			require.NoError(t, err)
 			tt.plant(t, mem, mine, foreign)
-			entries, err := mine.List(t.Context(), "agent/1", "run-1", "fetch")
+			entries, err := mine.List(t.Context(), "agent/1", "run-1", "fetch", 2)
 			require.NoError(t, err)
 			var found *Entry
 			for i := range entries {
@@ -154,7 +157,7 @@ func TestOtherNamesAreSkipped(t *testing.T) {
 	for _, name := range []string{"01.json", "0.json", "x.json", "1.txt", "1/2.json", "-1.json"} {
 		put(t, mem, prefix+name, []byte("{}"))
 	}
-	entries, err := s.List(t.Context(), "a", "r", "s")
+	entries, err := s.List(t.Context(), "a", "r", "s", 100)
 	require.NoError(t, err)
 	require.Empty(t, entries)
 }
@@ -166,7 +169,7 @@ func TestStoreOutageIsUnavailable(t *testing.T) {
 	mem.Fail = errors.New("connection refused")
 	err = s.Put(context.Background(), record("fetch", 1))
 	require.ErrorIs(t, err, objstore.ErrUnavailable)
-	_, err = s.List(context.Background(), "agent/1", "run-1", "fetch")
+	_, err = s.List(context.Background(), "agent/1", "run-1", "fetch", 1)
 	require.ErrorIs(t, err, objstore.ErrUnavailable)
 }
 
