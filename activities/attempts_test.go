@@ -121,3 +121,36 @@ func TestHandBackOnWorkerStop(t *testing.T) {
 	require.Zero(t, live)
 	require.InDelta(t, 1, testutil.ToFloat64(h.metrics.AttemptFailures.WithLabelValues("echo:1.0", "infrastructure", "SandboxLost")), 0)
 }
+
+// blockingResolver is a secret source (a slow Vault) that answers only
+// when its context ends.
+type blockingResolver struct{ started chan struct{} }
+
+func (r blockingResolver) Resolve(ctx context.Context, _ string) (string, error) {
+	close(r.started)
+	<-ctx.Done()
+	return "", ctx.Err()
+}
+
+// A hand-back that interrupts secret resolution is still a hand-back
+// (SandboxLost, retried), not an unresolvable secret (InvalidInput, which
+// would fail the step for good).
+func TestHandBackDuringSecretResolution(t *testing.T) {
+	h := newHarness(t)
+	handBack := make(chan struct{})
+	h.opts.HandBack = handBack
+	started := make(chan struct{})
+	h.opts.Secrets = blockingResolver{started: started}
+	go func() {
+		<-started
+		close(handBack)
+	}()
+	req := baseReq()
+	req.SecretSources = map[string]string{"token": "vault://kv/token#value"}
+	_, err := h.run(t, req)
+	app, _ := failureDetails(t, err)
+	require.Equal(t, ErrTypeSandboxLost, app.Type(), "got %v", err)
+	require.Contains(t, app.Message(), "handed back")
+	provisions, _, _, _, _ := h.host.snapshot()
+	require.Empty(t, provisions)
+}

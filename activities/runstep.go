@@ -298,6 +298,9 @@ func (a *Activities) resolveSecrets(ctx context.Context, sources map[string]stri
 	}
 	values, err := secrets.Resolve(ctx, a.opts.Secrets, sources)
 	if err != nil {
+		if cerr := canceled(ctx); cerr != nil {
+			return nil, cerr // interrupted, not unresolvable
+		}
 		typ := ErrTypeInvalidInput
 		if errors.Is(err, secrets.ErrNotAllowed) {
 			// The worker's secret policy refused it: PolicyViolation, never
