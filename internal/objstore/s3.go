@@ -176,6 +176,10 @@ func (s *S3) err(ctx context.Context, op, key string, err error) error {
 		return s.unavailable(op, key, "access denied", err)
 	case minio.NoSuchBucket:
 		return s.unavailable(op, key, "no such bucket", err)
+	case "ConditionalRequestConflict":
+		// AWS: a concurrent conditional write to the key is in flight; the
+		// caller's retry sees ErrExists, or wins if that writer failed.
+		return s.unavailable(op, key, "conflicting concurrent write", err)
 	case "SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout", "XMinioServerNotInitialized":
 		return s.unavailable(op, key, fmt.Sprintf("server answered %d %s", resp.StatusCode, resp.Code), err)
 	}
