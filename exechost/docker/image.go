@@ -207,9 +207,9 @@ func (m *images) pull(ctx context.Context, named reference.Canonical) error {
 			return m.unavailable(ref, "could not be pulled: registry credentials", err)
 		}
 	}
-	via := creds.source
-	if via == "" {
-		via = "no credentials"
+	via := "no credentials"
+	if creds.source != "" {
+		via = "credentials from " + creds.source
 	}
 	m.log.Info("pulling image", "image", ref, "worker", m.worker, "credentials", via)
 	rc, err := m.c.ImagePull(ctx, ref, opts)
