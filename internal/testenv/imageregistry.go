@@ -116,6 +116,8 @@ func (r *ImageRegistry) Start() {
 	defer logf.Close()
 	cmd := exec.Command(r.bin, "serve", filepath.Join(r.dir, "config.yml"))
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// v3 exports traces by default; nothing listens for them here.
+	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none")
 	// Killed with the test binary: a crashed test leaves no server.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
