@@ -46,6 +46,9 @@ func newDockerBackend(ctx context.Context, cfg Config) (*Backend, error) {
 		Git:     gitsource.Config{Roots: cfg.GitRoots},
 		Logger:  cfg.Logger.With("component", "exechost"),
 		Runtime: cfg.Runtime,
+		// Missing images are pulled with the credentials of the worker's
+		// Docker config ($DOCKER_CONFIG or ~/.docker), from these only.
+		PullRegistries: cfg.PullRegistries,
 	})
 	if err != nil {
 		dc.Close()

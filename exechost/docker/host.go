@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,6 +74,12 @@ type Options struct {
 	// pulls use (default DefaultDockerConfigDir: $DOCKER_CONFIG, else
 	// ~/.docker). A missing file means anonymous pulls.
 	DockerConfigDir string
+	// PullRegistries, if not empty, are the only registries (host[:port] as
+	// image references name them; docker.io for Docker Hub) a missing
+	// image is pulled from: the operator's bound on which hosts a spec
+	// author can make the worker's daemon contact. Empty: any registry
+	// the daemon can reach.
+	PullRegistries []string
 }
 
 // Host implements exechost.ExecutionHost on a Docker daemon.
@@ -154,6 +161,9 @@ func New(opts Options) (*Host, error) {
 	if opts.DockerConfigDir == "" {
 		opts.DockerConfigDir = DefaultDockerConfigDir()
 	}
+	if err := CheckPullRegistries(opts.PullRegistries); err != nil {
+		return nil, fmt.Errorf("docker host: %w", err)
+	}
 	git, err := gitsource.New(opts.Git)
 	if err != nil {
 		return nil, fmt.Errorf("docker host: %w", err)
@@ -170,8 +180,9 @@ func New(opts Options) (*Host, error) {
 		runtime: opts.Runtime,
 		images: &images{
 			c: opts.Client, worker: opts.Worker, timeout: opts.PullTimeout, log: opts.Logger,
-			creds: registryCredentials{dir: opts.DockerConfigDir},
-			pulls: make(map[string]*pull),
+			creds:      registryCredentials{dir: opts.DockerConfigDir},
+			registries: slices.Clone(opts.PullRegistries),
+			pulls:      make(map[string]*pull),
 		},
 		execs: make(map[exechost.ExecutionID]*execution),
 		gone:  make(map[exechost.ExecutionID]time.Time),

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -74,6 +76,8 @@ type images struct {
 	creds   registryCredentials
 	timeout time.Duration
 	log     *slog.Logger
+	// registries, if not empty, are the only registry domains pulled from.
+	registries []string
 
 	mu    sync.Mutex
 	pulls map[string]*pull // by normalised reference
@@ -115,6 +119,11 @@ func (m *images) ensure(ctx context.Context, ref string) (image.InspectResponse,
 			"image %s is not on worker %s and is not pulled: only digest-pinned references (repo@sha256:<digest>) are pulled, never a tag",
 			ref, m.worker), nil)
 	}
+	if domain := reference.Domain(named); len(m.registries) > 0 && !slices.Contains(m.registries, domain) {
+		return image.InspectResponse{}, m.notFound(ref, fmt.Sprintf(
+			"image %s is not on worker %s and its registry %s is not one this worker pulls from (%s)",
+			ref, m.worker, domain, strings.Join(m.registries, ", ")), nil)
+	}
 	if err := m.pullOnce(ctx, named); err != nil {
 		return image.InspectResponse{}, err
 	}
@@ -128,6 +137,21 @@ func (m *images) ensure(ctx context.Context, ref string) (image.InspectResponse,
 		return image.InspectResponse{}, fmt.Errorf("inspect image %s: %w", ref, err)
 	}
 	return img, m.verify(ref, named, img)
+}
+
+// registryRe is a registry domain as image references name it:
+// host[:port], no scheme, no path.
+var registryRe = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?(:[0-9]{1,5})?$`)
+
+// CheckPullRegistries refuses registry names that no image reference could
+// name (Options.PullRegistries): a scheme, a path, "" or an option.
+func CheckPullRegistries(registries []string) error {
+	for _, r := range registries {
+		if !registryRe.MatchString(r) {
+			return fmt.Errorf("pull registry %q: want host[:port] as in image references (docker.io for Docker Hub)", r)
+		}
+	}
+	return nil
 }
 
 // pinnedName parses ref as a digest-pinned repository reference (no tag).

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distribution/reference"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/registry"
 	"github.com/docker/docker/client"
@@ -42,6 +43,9 @@ func (f *fakeImages) ImageInspect(_ context.Context, ref string, _ ...client.Ima
 	defer f.mu.Unlock()
 	img, ok := f.have[ref]
 	if !ok {
+		img, ok = f.have[normalised(ref)] // the daemon reads familiar names too
+	}
+	if !ok {
 		return image.InspectResponse{}, errdefs.NotFound(errors.New("No such image: " + ref))
 	}
 	return img, nil
@@ -70,6 +74,13 @@ func (f *fakeImages) pullCount() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.pulls)
+}
+
+func normalised(ref string) string {
+	if n, err := reference.ParseNormalizedNamed(ref); err == nil {
+		return n.String()
+	}
+	return ref
 }
 
 // stream is a pull progress stream of the given messages.
@@ -302,4 +313,44 @@ func TestDrainPullCountsLayerBytes(t *testing.T) {
 	n, err := drainPull(rc)
 	require.NoError(t, err)
 	require.Equal(t, int64(500), n)
+}
+
+func TestEnsureImagePullsOnlyFromAllowedRegistries(t *testing.T) {
+	tests := []struct {
+		name       string
+		registries []string
+		ref        string
+		pulled     bool
+	}{
+		{name: "any registry when none listed", ref: testRef, pulled: true},
+		{name: "listed registry", registries: []string{"ghcr.io", "127.0.0.1:5000"}, ref: testRef, pulled: true},
+		{name: "same host, other port", registries: []string{"127.0.0.1:5001"}, ref: testRef},
+		{name: "docker hub by its domain", registries: []string{"docker.io"}, ref: "busybox@" + testDigest, pulled: true},
+		{name: "docker hub not listed", registries: []string{"127.0.0.1:5000"}, ref: "busybox@" + testDigest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeImages{pullFn: okStream}
+			m := newImages(f)
+			m.registries = tt.registries
+			_, err := m.ensure(t.Context(), tt.ref)
+			if tt.pulled {
+				require.NoError(t, err)
+				require.Equal(t, 1, f.pullCount())
+				return
+			}
+			require.ErrorIs(t, err, exechost.ErrImageNotFound)
+			require.ErrorContains(t, err, "is not one this worker pulls from")
+			require.Zero(t, f.pullCount(), "nothing contacted")
+		})
+	}
+}
+
+func TestCheckPullRegistries(t *testing.T) {
+	for _, ok := range []string{"docker.io", "ghcr.io", "127.0.0.1:5000", "registry.local:5000", "localhost"} {
+		require.NoError(t, CheckPullRegistries([]string{ok}), ok)
+	}
+	for _, bad := range []string{"", "https://ghcr.io", "ghcr.io/org", "-x", "reg:port", "reg.", "[::1]:5000"} {
+		require.Error(t, CheckPullRegistries([]string{bad}), bad)
+	}
 }
