@@ -134,17 +134,34 @@ func TestProvisionImageErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			req := pullRequest(t, tt.ref)
 			_, err := h.Provision(t.Context(), req)
-			require.Error(t, err)
-			t.Logf("error: %v", err)
-			require.Equal(t, tt.class, failure.HostType(err, false))
-			require.ErrorContains(t, err, tt.msg)
-			require.ErrorContains(t, err, worker)
-			var ie *docker.ImageError
-			require.ErrorAs(t, err, &ie)
-			require.Equal(t, worker, ie.Worker)
-			e.requireGone(t, req.ExecutionID)
+			checkImageError(t, e, err, req.ExecutionID, worker, tt.class, tt.msg)
 		})
 	}
+
+	t.Run("registry the operator did not list", func(t *testing.T) {
+		img := testenv.PushOnlyImage(t, e.c, e.base, reg.Addr+"/agentflow/base-unlisted", "")
+		hl, err := docker.New(docker.Options{Client: e.c, Store: e.sealed, KillGrace: time.Second, Runtime: sandboxRuntime,
+			Worker: worker, DockerConfigDir: t.TempDir(), PullRegistries: []string{"registry.invalid:5000"}})
+		require.NoError(t, err)
+		req := pullRequest(t, img.Ref)
+		_, err = hl.Provision(t.Context(), req)
+		checkImageError(t, e, err, req.ExecutionID, worker, failure.ImageNotFound, "its registry "+reg.Addr+" is not one this worker pulls from")
+		_, err = e.c.ImageInspect(t.Context(), img.Ref)
+		require.True(t, errdefs.IsNotFound(err), "nothing pulled: %v", err)
+	})
+}
+
+func checkImageError(t *testing.T, e *env, err error, id exechost.ExecutionID, worker, class, msg string) {
+	t.Helper()
+	require.Error(t, err)
+	t.Logf("error: %v", err)
+	require.Equal(t, class, failure.HostType(err, false))
+	require.ErrorContains(t, err, msg)
+	require.ErrorContains(t, err, worker)
+	var ie *docker.ImageError
+	require.ErrorAs(t, err, &ie)
+	require.Equal(t, worker, ie.Worker)
+	e.requireGone(t, id)
 }
 
 func TestProvisionPullsAgainWhenTheRegistryIsBack(t *testing.T) {
