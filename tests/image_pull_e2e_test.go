@@ -23,7 +23,7 @@ func TestEngineRunsAStepWhoseImageIsOnlyInARegistry(t *testing.T) {
 	// The worker pulls anonymously, whatever this machine's ~/.docker holds.
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	dc := testenv.Docker(t)
-	reg := testenv.StartImageRegistry(t, testenv.ImageRegistryOptions{})
+	reg := testenv.Registry(t)
 	tool := loadImages(t, repoRoot(t), "testtool")["testtool"]
 	img := testenv.PushOnlyImage(t, dc, tool, reg.Addr+"/agentflow/testtool", "")
 	e := startEngine(t)

@@ -24,7 +24,7 @@ import (
 )
 
 // The image pull tests run against a real registry on loopback
-// (testenv.StartImageRegistry) and the real daemon: an image pushed there
+// (testenv.Registry) and the real daemon: an image pushed there
 // and removed locally exists only in the registry, as on a worker that
 // never had it.
 
@@ -81,7 +81,7 @@ func provisionAndRun(t *testing.T, h *docker.Host, ref string) *exechost.Executi
 
 func TestProvisionPullsAnImageOnlyInTheRegistry(t *testing.T) {
 	e := setup(t)
-	reg := testenv.StartImageRegistry(t, testenv.ImageRegistryOptions{})
+	reg := testenv.Registry(t)
 	img := testenv.PushOnlyImage(t, e.c, e.base, reg.Addr+"/agentflow/base-pull", "")
 	h, logs := pullHost(t, e, "pull-worker-1", "")
 
@@ -113,7 +113,7 @@ func TestProvisionPullsAnImageOnlyInTheRegistry(t *testing.T) {
 
 func TestProvisionImageErrors(t *testing.T) {
 	e := setup(t)
-	reg := testenv.StartImageRegistry(t, testenv.ImageRegistryOptions{})
+	reg := testenv.Registry(t)
 	const worker = "pull-worker-errors"
 	h, _ := pullHost(t, e, worker, "")
 
@@ -166,7 +166,7 @@ func checkImageError(t *testing.T, e *env, err error, id exechost.ExecutionID, w
 
 func TestProvisionPullsAgainWhenTheRegistryIsBack(t *testing.T) {
 	e := setup(t)
-	reg := testenv.StartImageRegistry(t, testenv.ImageRegistryOptions{})
+	reg := testenv.Registry(t)
 	img := testenv.PushOnlyImage(t, e.c, e.base, reg.Addr+"/agentflow/base-outage", "")
 	h, _ := pullHost(t, e, "pull-worker-outage", "")
 
@@ -188,7 +188,7 @@ func TestProvisionPullsAgainWhenTheRegistryIsBack(t *testing.T) {
 
 func TestProvisionPullsWithTheWorkersCredentials(t *testing.T) {
 	e := setup(t)
-	reg := testenv.StartImageRegistry(t, testenv.ImageRegistryOptions{WithAuth: true})
+	reg := testenv.RegistryWith(t, testenv.RegistryOptions{WithAuth: true})
 	auth := testenv.RegistryAuth(reg.Addr, testenv.RegistryUser, testenv.RegistryPassword)
 	viaFile := testenv.PushOnlyImage(t, e.c, e.base, reg.Addr+"/agentflow/private-a", auth)
 	viaHelper := testenv.PushOnlyImage(t, e.c, e.base, reg.Addr+"/agentflow/private-b", auth)
