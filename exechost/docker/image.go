@@ -119,7 +119,9 @@ func (m *images) ensure(ctx context.Context, ref string) (image.InspectResponse,
 			"image %s is not on worker %s and is not pulled: only digest-pinned references (repo@sha256:<digest>) are pulled, never a tag",
 			ref, m.worker), nil)
 	}
-	if domain := reference.Domain(named); len(m.registries) > 0 && !slices.Contains(m.registries, domain) {
+	domain := reference.Domain(named)
+	// Host names are case-insensitive; the port must match.
+	if len(m.registries) > 0 && !slices.ContainsFunc(m.registries, func(r string) bool { return strings.EqualFold(r, domain) }) {
 		return image.InspectResponse{}, m.notFound(ref, fmt.Sprintf(
 			"image %s is not on worker %s and its registry %s is not one this worker pulls from (%s)",
 			ref, m.worker, domain, strings.Join(m.registries, ", ")), nil)

@@ -325,6 +325,7 @@ func TestEnsureImagePullsOnlyFromAllowedRegistries(t *testing.T) {
 		{name: "any registry when none listed", ref: testRef, pulled: true},
 		{name: "listed registry", registries: []string{"ghcr.io", "127.0.0.1:5000"}, ref: testRef, pulled: true},
 		{name: "same host, other port", registries: []string{"127.0.0.1:5001"}, ref: testRef},
+		{name: "host names ignore case", registries: []string{"Registry.Local:5000"}, ref: "registry.local:5000/a@" + testDigest, pulled: true},
 		{name: "docker hub by its domain", registries: []string{"docker.io"}, ref: "busybox@" + testDigest, pulled: true},
 		{name: "docker hub not listed", registries: []string{"127.0.0.1:5000"}, ref: "busybox@" + testDigest},
 	}
