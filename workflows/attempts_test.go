@@ -98,7 +98,7 @@ func TestInfraRetries(t *testing.T) {
 	}{
 		{
 			name: "four infrastructure failures then success", retries: 0,
-			script: append(times(4, infra(failure.SandboxLost, "container gone", "w-a")), ok("w-b")),
+			script:     append(times(4, infra(failure.SandboxLost, "container gone", "w-a")), ok("w-b")),
 			wantStatus: StepSuccess, wantCP: "cp-s",
 			want: []attemptView{
 				{1, AttemptFailed, ClassInfrastructure, failure.SandboxLost, "w-a"},
@@ -145,7 +145,7 @@ func TestInfraRetries(t *testing.T) {
 		},
 		{
 			name: "mixed failures within both budgets then success", retries: 1,
-			script: []stepFn{toolFail("exit 1"), infra(failure.SandboxLost, "gone", "w-a"), ok("w-c")},
+			script:     []stepFn{toolFail("exit 1"), infra(failure.SandboxLost, "gone", "w-a"), ok("w-c")},
 			wantStatus: StepSuccess, wantCP: "cp-s",
 			want: []attemptView{
 				{1, AttemptFailed, ClassTool, failure.ToolFailed, "w-tool"},
@@ -201,7 +201,7 @@ func TestInfraRetries(t *testing.T) {
 				return nil, failure.New(failure.ImageNotFound, "image sha256:01… is not on worker w-a", activities.StepFailureDetails{Worker: "w-a"})
 			}},
 			wantStatus: StepFailed, wantError: "ImageNotFound: image sha256:01… is not on worker w-a",
-			want:       []attemptView{{1, AttemptFailed, ClassPermanent, failure.ImageNotFound, "w-a"}},
+			want: []attemptView{{1, AttemptFailed, ClassPermanent, failure.ImageNotFound, "w-a"}},
 		},
 		{
 			name: "a non-retryable error of a retryable type ends the step at once", retries: 3,
@@ -209,7 +209,7 @@ func TestInfraRetries(t *testing.T) {
 				return nil, temporal.NewNonRetryableApplicationError("stop", failure.SandboxLost, nil)
 			}},
 			wantStatus: StepFailed, wantError: "SandboxLost: stop",
-			want:       []attemptView{{1, AttemptFailed, ClassPermanent, failure.SandboxLost, ""}},
+			want: []attemptView{{1, AttemptFailed, ClassPermanent, failure.SandboxLost, ""}},
 		},
 		{
 			name: "an unclassified application error type is not retried", retries: 3,
@@ -217,7 +217,7 @@ func TestInfraRetries(t *testing.T) {
 				return nil, temporal.NewApplicationError("what is this", "SomethingNobodyClassified")
 			}},
 			wantStatus: StepFailed, wantError: "SomethingNobodyClassified: what is this",
-			want:       []attemptView{{1, AttemptFailed, ClassPermanent, "SomethingNobodyClassified", ""}},
+			want: []attemptView{{1, AttemptFailed, ClassPermanent, "SomethingNobodyClassified", ""}},
 		},
 		{
 			name: "a step canceled by the activity ends canceled", retries: 3,

@@ -194,4 +194,3 @@ func (o outcome) errType() string {
 	}
 	return ""
 }
-
