@@ -72,12 +72,15 @@ func attemptActivityOptions(ps *spec.PlanStep) workflow.ActivityOptions {
 type attemptFailure struct {
 	class      string // ClassTool, ClassInfrastructure, ClassPermanent; "" = canceled
 	typ        string
-	msg        string // "Type: message", as a step's error reads
+	msg        string // the message, without the type
 	worker     string
 	checkpoint string
 }
 
 func (f attemptFailure) canceled() bool { return f.class == "" }
+
+// stepError is how a step's error reads: "Type: message".
+func (f attemptFailure) stepError() string { return f.typ + ": " + f.msg }
 
 // classifyAttempt classifies the error of one RunStep execution.
 func classifyAttempt(err error) attemptFailure {
@@ -97,8 +100,7 @@ func classifyAttempt(err error) attemptFailure {
 	var timeoutErr *temporal.TimeoutError
 	if errors.As(err, &timeoutErr) {
 		f.class, f.typ = ClassInfrastructure, failure.WorkerLost
-		f.msg = fmt.Sprintf("%s: attempt timed out (%s): the worker died or stopped answering",
-			failure.WorkerLost, timeoutErr.TimeoutType())
+		f.msg = fmt.Sprintf("attempt timed out (%s): the worker died or stopped answering", timeoutErr.TimeoutType())
 		return f
 	}
 	var appErr *temporal.ApplicationError
@@ -106,11 +108,11 @@ func classifyAttempt(err error) attemptFailure {
 		// Nothing classified it (a panic, a server error): it says nothing
 		// about the tool (failure.Kind's rule).
 		f.class, f.typ = ClassInfrastructure, failure.SandboxLost
-		f.msg = failure.SandboxLost + ": " + unwrapActivity(err).Error()
+		f.msg = unwrapActivity(err).Error()
 		return f
 	}
 	f.typ = appErr.Type()
-	f.msg = appErr.Type() + ": " + appErr.Message()
+	f.msg = appErr.Message()
 	var details activities.StepFailureDetails
 	if appErr.HasDetails() && appErr.Details(&details) == nil {
 		f.checkpoint = details.CheckpointID
@@ -202,12 +204,12 @@ func (r *runner) runAttempts(ctx workflow.Context, st *stepState, req activities
 		var delay time.Duration
 		switch f.class {
 		case ClassPermanent:
-			r.endAttempts(st, StepFailed, f.msg, checkpoint, now)
+			r.endAttempts(st, StepFailed, f.stepError(), checkpoint, now)
 			return
 		case ClassTool:
 			toolFailures++
 			if toolFailures > retries {
-				r.endAttempts(st, StepFailed, f.msg, checkpoint, now)
+				r.endAttempts(st, StepFailed, f.stepError(), checkpoint, now)
 				return
 			}
 			delay = toolBackoff.after(toolFailures)
@@ -215,7 +217,7 @@ func (r *runner) runAttempts(ctx workflow.Context, st *stepState, req activities
 			infraFailures++
 			if infraFailures >= maxInfraFailures {
 				r.endAttempts(st, StepFailed,
-					fmt.Sprintf("%d infrastructure failures; last: %s", infraFailures, f.msg), checkpoint, now)
+					fmt.Sprintf("%d infrastructure failures; last: %s", infraFailures, f.stepError()), checkpoint, now)
 				return
 			}
 			delay = infraBackoff.after(infraFailures)

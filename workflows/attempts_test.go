@@ -263,6 +263,7 @@ func TestInfraRetries(t *testing.T) {
 				require.NotContains(t, a.Error, "\n")
 				if a.Status == AttemptFailed {
 					require.NotEmpty(t, a.Error)
+					require.False(t, strings.HasPrefix(a.Error, a.Type+":"), "the type is its own field: %q", a.Error)
 				}
 			}
 		})
@@ -331,6 +332,7 @@ func TestCancelDuringBackoff(t *testing.T) {
 	require.Equal(t, StepRunning, ms.Status, "a step waiting for its next attempt is still running")
 	require.EqualValues(t, 1, ms.Attempts)
 	require.Equal(t, []attemptView{{1, AttemptFailed, ClassInfrastructure, failure.SandboxLost, "w-a"}}, views(ms.AttemptHistory))
+	require.Equal(t, "gone", ms.AttemptHistory[0].Error)
 
 	s := o.steps()
 	require.Equal(t, StepCanceled, s["s"].Status)

@@ -121,8 +121,8 @@ type AttemptRecord struct {
 	Status  string `json:"status"`
 	// Class, Type and Error describe a failed attempt: the budget it
 	// counted against, its failure type (e.g. SandboxLost, or
-	// "Timeout:HEARTBEAT" when the worker stopped answering) and the first
-	// line of its message.
+	// WorkerLost when Temporal timed it out) and the first line of its
+	// message (without the type).
 	Class string `json:"class,omitempty"`
 	Type  string `json:"type,omitempty"`
 	Error string `json:"error,omitempty"`
