@@ -100,7 +100,14 @@ func classifyAttempt(err error) attemptFailure {
 	var timeoutErr *temporal.TimeoutError
 	if errors.As(err, &timeoutErr) {
 		f.class, f.typ = ClassInfrastructure, failure.WorkerLost
-		f.msg = fmt.Sprintf("attempt timed out (%s): the worker died or stopped answering", timeoutErr.TimeoutType())
+		what := timeoutErr.TimeoutType().String()
+		// RunStep heartbeats its phase (provision, exec, checkpoint, …):
+		// where the worker was when it went silent.
+		var phase string
+		if timeoutErr.HasLastHeartbeatDetails() && timeoutErr.LastHeartbeatDetails(&phase) == nil && phase != "" {
+			what += ", last heartbeat in phase " + phase
+		}
+		f.msg = fmt.Sprintf("attempt timed out (%s): the worker died or stopped answering", what)
 		return f
 	}
 	var appErr *temporal.ApplicationError

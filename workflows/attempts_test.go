@@ -53,10 +53,11 @@ func ok(worker string) stepFn {
 }
 
 // timeout is what Temporal reports when the worker running the attempt
-// stops heartbeating (killed) or overruns StartToClose (frozen).
-func timeout(typ enumspb.TimeoutType) stepFn {
+// stops heartbeating (killed) or overruns StartToClose (frozen), with the
+// last heartbeat's details.
+func timeout(typ enumspb.TimeoutType, heartbeat ...any) stepFn {
 	return func(context.Context, activities.StepRequest) (*activities.StepResult, error) {
-		return nil, temporal.NewTimeoutError(typ, nil)
+		return nil, temporal.NewTimeoutError(typ, nil, heartbeat...)
 	}
 }
 
@@ -155,7 +156,7 @@ func TestInfraRetries(t *testing.T) {
 		},
 		{
 			name: "a dead worker (heartbeat timeout) is infrastructure", retries: 0,
-			script:     []stepFn{timeout(enumspb.TIMEOUT_TYPE_HEARTBEAT), ok("w-b")},
+			script:     []stepFn{timeout(enumspb.TIMEOUT_TYPE_HEARTBEAT, "exec"), ok("w-b")},
 			wantStatus: StepSuccess, wantCP: "cp-s",
 			want: []attemptView{
 				{1, AttemptFailed, ClassInfrastructure, failure.WorkerLost, ""},
@@ -374,6 +375,32 @@ func TestAdoptedAttemptIsRecorded(t *testing.T) {
 	require.EqualValues(t, 2, rec.Attempts)
 	require.EqualValues(t, 1, rec.AttemptHistory[1].AdoptedFrom)
 	require.Zero(t, rec.AttemptHistory[0].AdoptedFrom)
+}
+
+func TestWorkerLostMessage(t *testing.T) {
+	tests := []struct {
+		name string
+		fn   stepFn
+		want string
+	}{
+		{"heartbeat with phase", timeout(enumspb.TIMEOUT_TYPE_HEARTBEAT, "checkpoint"),
+			"attempt timed out (Heartbeat, last heartbeat in phase checkpoint): the worker died or stopped answering"},
+		{"heartbeat without details", timeout(enumspb.TIMEOUT_TYPE_HEARTBEAT),
+			"attempt timed out (Heartbeat): the worker died or stopped answering"},
+		{"details that are not a phase", timeout(enumspb.TIMEOUT_TYPE_HEARTBEAT, map[string]int{"n": 1}),
+			"attempt timed out (Heartbeat): the worker died or stopped answering"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.onStep("s", sequence(t, tc.fn, ok("w")))
+			o := h.run(Input{Plan: testPlan(tool("s"))})
+			require.NoError(t, o.err)
+			a := o.steps()["s"].AttemptHistory[0]
+			require.Equal(t, failure.WorkerLost, a.Type)
+			require.Equal(t, tc.want, a.Error)
+		})
+	}
 }
 
 func TestShortError(t *testing.T) {
