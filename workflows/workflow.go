@@ -278,6 +278,7 @@ func (r *runner) start(ctx workflow.Context, st *stepState, now time.Time) {
 	})
 }
 
+// completeTool settles a step of a run before changeInfraRetries.
 func (r *runner) completeTool(st *stepState, res *activities.StepResult, err error, now time.Time) {
 	if err == nil {
 		st.rec.Output = res.Output
