@@ -406,7 +406,11 @@ func TestResumeRunUsesCarry(t *testing.T) {
 	p := testPlan(tool("fetch"), tool("summarize", "fetch"))
 	p.Steps[1].Inputs = map[string]any{"text": "{{ .steps.fetch.output.body }}"}
 	h.onStep("summarize", succeed(map[string]any{"summary": "s"})).Once()
-	carried := StepRecord{ID: "fetch", Status: StepSuccess, Attempts: 2, CheckpointID: "cp-old", Output: map[string]any{"body": "from before"}}
+	carried := StepRecord{ID: "fetch", Status: StepSuccess, Attempts: 2, CheckpointID: "cp-old", Output: map[string]any{"body": "from before"},
+		AttemptHistory: []AttemptRecord{
+			{Attempt: 1, Status: AttemptFailed, Class: ClassInfrastructure, Type: "WorkerLost", StartedAt: time.Unix(0, 0).UTC()},
+			{Attempt: 2, Status: AttemptSuccess, Worker: "w-b", StartedAt: time.Unix(30, 0).UTC()},
+		}}
 	o := h.run(Input{Plan: p, Carry: map[string]StepRecord{"fetch": carried}, ResumedFrom: "run-1"})
 	require.NoError(t, o.err)
 	require.Empty(t, h.reqs("fetch"), "carried steps are not run")
@@ -416,7 +420,9 @@ func TestResumeRunUsesCarry(t *testing.T) {
 	s := o.steps()
 	require.True(t, s["fetch"].Carried)
 	require.EqualValues(t, 2, s["fetch"].Attempts)
+	require.Equal(t, carried.AttemptHistory, s["fetch"].AttemptHistory, "a carried step keeps the attempts of its run")
 	require.False(t, s["summarize"].Carried)
+	require.Equal(t, []attemptView{{1, AttemptSuccess, "", "", ""}}, views(s["summarize"].AttemptHistory))
 	require.Equal(t, "run-1", o.status.ResumedFrom)
 	require.Equal(t, []string{"fetch", "summarize"}, historyIDs(o.status))
 }
