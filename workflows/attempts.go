@@ -60,11 +60,15 @@ var (
 	infraBackoff = backoff{initial: 2 * time.Second, factor: 2, max: 30 * time.Second}
 )
 
-// attemptActivityOptions are stepActivityOptions with Temporal retries off:
-// one activity execution is one attempt.
-func attemptActivityOptions(ps *spec.PlanStep) workflow.ActivityOptions {
+// attemptActivityOptions are stepActivityOptions with Temporal retries off
+// (one activity execution is one attempt) for attempt n; the Web UI lists
+// every attempt as its own activity, so a retry's summary says which.
+func attemptActivityOptions(ps *spec.PlanStep, n int32) workflow.ActivityOptions {
 	opts := stepActivityOptions(ps)
 	opts.RetryPolicy = &temporal.RetryPolicy{MaximumAttempts: 1}
+	if n > 1 {
+		opts.Summary = fmt.Sprintf("%s · attempt %d", opts.Summary, n)
+	}
 	return opts
 }
 
@@ -97,6 +101,8 @@ func classifyAttempt(err error) attemptFailure {
 	}
 	// A timeout first: Temporal may chain the last application failure
 	// below it, but what ended the attempt is that the worker went silent.
+	// Only Heartbeat and StartToClose are set on a step's activity (no
+	// ScheduleTo* timeouts: a step waits for a worker as long as it takes).
 	var timeoutErr *temporal.TimeoutError
 	if errors.As(err, &timeoutErr) {
 		f.class, f.typ = ClassInfrastructure, failure.WorkerLost
@@ -172,7 +178,6 @@ func shortError(msg string) string {
 // runAttempts runs a tool step to its end: attempts until one succeeds,
 // a budget is spent, a failure is permanent, or the run is canceled.
 func (r *runner) runAttempts(ctx workflow.Context, st *stepState, req activities.StepRequest) {
-	opts := attemptActivityOptions(st.plan)
 	retries := max(st.plan.Retries, 0)
 	var toolFailures, infraFailures int
 	var checkpoint string // the latest failed attempt's checkpoint
@@ -183,7 +188,7 @@ func (r *runner) runAttempts(ctx workflow.Context, st *stepState, req activities
 			AttemptRecord{Attempt: n, Status: AttemptRunning, StartedAt: workflow.Now(ctx)})
 		rec := &st.rec.AttemptHistory[len(st.rec.AttemptHistory)-1]
 
-		actx := workflow.WithActivityOptions(ctx, opts)
+		actx := workflow.WithActivityOptions(ctx, attemptActivityOptions(st.plan, n))
 		var res activities.StepResult
 		err := workflow.ExecuteActivity(actx, acts.RunStep, req).Get(actx, &res)
 		now := workflow.Now(ctx)

@@ -127,8 +127,9 @@ func TestActivityOptions(t *testing.T) {
 	require.EqualValues(t, 1, opts.RetryPolicy.MaximumAttempts)
 
 	// The current branch: the same budget, one execution per attempt.
-	aopts := attemptActivityOptions(&st)
+	aopts := attemptActivityOptions(&st, 1)
 	require.Equal(t, "summarize · summarize-tool:1.0", aopts.Summary)
+	require.Equal(t, "summarize · summarize-tool:1.0 · attempt 3", attemptActivityOptions(&st, 3).Summary)
 	require.Equal(t, activities.BudgetFor(st.Timeout).StartToClose, aopts.StartToCloseTimeout)
 	require.Equal(t, activities.BudgetFor(st.Timeout).Heartbeat, aopts.HeartbeatTimeout)
 	require.True(t, aopts.WaitForCancellation)
