@@ -226,5 +226,5 @@ func (r *storeReader) Read(p []byte) (int, error) {
 // isNotPlainObject reports an object a Dir refused to open because it is
 // not a plain single-link file.
 func isNotPlainObject(err error) bool {
-	return false
+	return errors.Is(err, objstore.ErrNotRegular)
 }

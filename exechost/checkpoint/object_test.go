@@ -356,3 +356,12 @@ func TestObjectStoreUnavailable(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, infos)
 }
+
+func TestObjectOverDir(t *testing.T) {
+	runObjectTests(t, func(t *testing.T) objstore.Store {
+		d, err := objstore.NewDir(t.TempDir())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = d.Close() })
+		return d
+	})
+}
