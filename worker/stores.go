@@ -66,7 +66,7 @@ func openStores(ctx context.Context, cfg Config) (*Stores, error) {
 	if cfg.Store != "" {
 		root, err := objstore.Open(ctx, cfg.Store, os.Getenv)
 		if err != nil {
-			return nil, fmt.Errorf("--store %s: %w", cfg.Store, err)
+			return nil, fmt.Errorf("--store: %w", err) // the error names the store
 		}
 		s.Root, s.Shared = root.String(), true
 		s.Checkpoints = objstore.Sub(root, checkpointPrefix)
