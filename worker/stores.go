@@ -6,12 +6,18 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/agentflow/agentflow/internal/objstore"
 )
 
-// DefaultResultDir is where a worker without --store keeps attempt results.
-const DefaultResultDir = ".data/results"
+// ResultDirFor is where a worker without --store and without --result-dir
+// keeps attempt results: "results" next to its checkpoint directory
+// (.data/results by default), so a worker pointed at a data directory
+// keeps all its state there and never writes into its working directory.
+func ResultDirFor(checkpointDir string) string {
+	return filepath.Join(filepath.Dir(filepath.Clean(checkpointDir)), "results")
+}
 
 // Store layout under a shared root (--store): one prefix per kind of state.
 const (

@@ -107,3 +107,23 @@ func TestSharedStoreLayoutAndKeyRule(t *testing.T) {
 	_, err = openStores(t.Context(), cfg)
 	require.ErrorContains(t, err, "ftp://nowhere")
 }
+
+func TestResultDirDefaultsNextToCheckpoints(t *testing.T) {
+	tests := []struct {
+		name       string
+		checkpoint string
+		result     string
+		want       string
+	}{
+		{name: "default data dir", want: filepath.Join(".data", "results")},
+		{name: "operator's data dir", checkpoint: "/var/lib/agentflow/checkpoints", want: "/var/lib/agentflow/results"},
+		{name: "explicit", checkpoint: "/var/lib/agentflow/checkpoints", result: "/srv/results", want: "/srv/results"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{CheckpointDir: tt.checkpoint, ResultDir: tt.result}
+			cfg.setDefaults()
+			require.Equal(t, tt.want, cfg.ResultDir)
+		})
+	}
+}

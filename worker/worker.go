@@ -75,7 +75,7 @@ type Config struct {
 	// InsecureUnsignedCheckpoints also reads legacy schema-1 manifests.
 	InsecureUnsignedCheckpoints bool
 	LogDir                      string
-	// ResultDir keeps attempt results without Store ("" → DefaultResultDir).
+	// ResultDir keeps attempt results without Store ("" → ResultDirFor(CheckpointDir)).
 	ResultDir string
 	VaultDir  string // dev Vault for vault:// secrets; "" disables vault://
 	// SecretPolicy: the secret sources this worker may resolve (worker
@@ -159,7 +159,7 @@ func (c *Config) setDefaults() {
 		c.LogDir = DefaultLogDir
 	}
 	if c.ResultDir == "" {
-		c.ResultDir = DefaultResultDir
+		c.ResultDir = ResultDirFor(c.CheckpointDir)
 	}
 	if c.StopTimeout <= 0 {
 		c.StopTimeout = DefaultStopTimeout

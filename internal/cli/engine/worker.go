@@ -60,7 +60,7 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.InsecureUnsignedCheckpoints, "insecure-unsigned-checkpoints", false,
 		"also restore legacy unsigned (schema 1) checkpoints: anyone who can write the store can forge those")
 	fl.StringVar(&f.LogDir, "log-dir", envOr("AGENTFLOW_LOG_DIR", worker.DefaultLogDir), "local step log directory, read by agentctl logs (env AGENTFLOW_LOG_DIR)")
-	fl.StringVar(&f.ResultDir, "result-dir", worker.DefaultResultDir, "local directory of attempt results (without --store)")
+	fl.StringVar(&f.ResultDir, "result-dir", "", `local directory of attempt results, without --store (default: "results" next to --checkpoint-dir, .data/results)`)
 	fl.StringVar(&f.VaultDir, "vault-dir", os.Getenv("AGENTFLOW_VAULT_DIR"), "development Vault: vault://a/b/key reads <dir>/a/b/key (env AGENTFLOW_VAULT_DIR)")
 	fl.StringArrayVar(&f.SandboxLabels, "sandbox-label", nil, "KEY=VALUE label added to every sandbox (repeatable)")
 	fl.StringVar(&f.GPUPolicy, "gpu-policy", string(activities.GPUPolicyRequire),
