@@ -87,7 +87,7 @@ func (o *Object) storeErr(op, key string, err error) error {
 	case errors.Is(err, objstore.ErrUnavailable), errors.Is(err, exechost.ErrStoreUnavailable):
 		return &UnavailableError{Store: o.store.String(), Op: op, Key: key, Reason: err.Error(), Err: err}
 	case errors.Is(err, objstore.ErrNotFound):
-		return fmt.Errorf("checkpoint store %s: %s: %w", o.store, key, exechost.ErrNotFound)
+		return fmt.Errorf("%s is not in checkpoint store %s: %w", key, o.store, exechost.ErrNotFound)
 	case isNotPlainObject(err):
 		return fmt.Errorf("checkpoint store %s: %s: %w: %w", o.store, key, exechost.ErrCorruptCheckpoint, err)
 	case errors.Is(err, objstore.ErrInvalidKey):
