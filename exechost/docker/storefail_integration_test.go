@@ -3,6 +3,8 @@
 package docker_test
 
 import (
+	"context"
+	"io"
 	"os"
 	"strings"
 	"syscall"
@@ -15,6 +17,7 @@ import (
 	"github.com/agentflow/agentflow/exechost/checkpoint"
 	"github.com/agentflow/agentflow/exechost/docker"
 	"github.com/agentflow/agentflow/internal/failure"
+	"github.com/agentflow/agentflow/internal/objstore"
 	"github.com/agentflow/agentflow/internal/testenv"
 )
 
@@ -68,4 +71,59 @@ func TestCheckpointOnFullDisk(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Empty(t, entries, "no checkpoint and no temp file is left on the full disk")
+}
+
+// flakyReads serves the first n bytes of every checkpoint content object,
+// then fails as a store that went away mid-download.
+type flakyReads struct {
+	objstore.Store
+	n int64
+}
+
+func (f flakyReads) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	rc, err := f.Store.Get(ctx, key)
+	if err != nil || !strings.HasSuffix(key, ".tar") {
+		return rc, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(io.LimitReader(rc, f.n), failAfter{&objstore.UnavailableError{
+		Store: f.String(), Op: "get", Key: key, Reason: "connection reset by peer"}}), rc}, nil
+}
+
+type failAfter struct{ err error }
+
+func (f failAfter) Read([]byte) (int, error) { return 0, f.err }
+
+// TestRestoreWhenTheStoreFailsMidRead: a dependency's checkpoint whose
+// download breaks off is a store failure (StoreUnavailable, retried), not a
+// corrupt checkpoint (never retried) and not a lost sandbox; the half-filled
+// sandbox is removed.
+func TestRestoreWhenTheStoreFailsMidRead(t *testing.T) {
+	e := setup(t)
+	x, _ := e.provision(t, nil)
+	res := e.sh(t, x.ExecutionID, "head -c 300000 /dev/urandom > blob && echo ok")
+	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	ck, err := e.host.Checkpoint(t.Context(), x.ExecutionID, exechost.CheckpointRequest{})
+	require.NoError(t, err)
+
+	dir, err := objstore.NewDir(e.store.Dir())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = dir.Close() })
+	flaky, err := checkpoint.NewSealed(checkpoint.NewObject(flakyReads{Store: dir, n: 100000}), e.keys, checkpoint.SealedOptions{})
+	require.NoError(t, err)
+	h, err := docker.New(docker.Options{Client: e.c, Store: flaky, KillGrace: time.Second, Runtime: sandboxRuntime})
+	require.NoError(t, err)
+
+	id := newID(t)
+	_, err = h.Provision(t.Context(), exechost.ProvisionRequest{ExecutionID: id, Image: e.base, Resources: limits(),
+		Network: exechost.NetworkNone, Labels: testLabels, Workspace: exechost.Workspace{Checkpoints: []exechost.CheckpointID{ck.CheckpointID}}})
+	require.Error(t, err)
+	t.Logf("provision error: %v", err)
+	require.ErrorIs(t, err, exechost.ErrStoreUnavailable)
+	require.NotErrorIs(t, err, exechost.ErrCorruptCheckpoint)
+	require.Equal(t, failure.StoreUnavailable, failure.HostType(err, false))
+	require.Equal(t, 1, strings.Count(err.Error(), "connection reset by peer"), err.Error())
+	e.requireGone(t, id)
 }
