@@ -34,6 +34,9 @@ type Object struct {
 
 var _ Store = (*Object)(nil)
 
+// discardTimeout bounds removing the content of a Put that failed.
+const discardTimeout = 10 * time.Second
+
 // NewObject returns a checkpoint store over s (typically
 // objstore.Sub(root, "checkpoints")).
 func NewObject(s objstore.Store) *Object {
@@ -124,20 +127,26 @@ func (o *Object) Put(ctx context.Context, m Manifest, content io.Reader, seal Se
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = o.now().UTC()
 	}
-	// From here on a failure removes the content, without ctx: a canceled
-	// Put must not leave the (invisible but costly) content behind.
-	discard := func() { _ = o.store.Delete(context.WithoutCancel(ctx), ck) }
+	// From here on a failure removes the content, past ctx's end (a
+	// canceled Put must not leave the invisible but costly content behind)
+	// but bounded (a store that is down must not hold the caller).
+	discard := func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), discardTimeout)
+		defer cancel()
+		_ = o.store.Delete(dctx, ck)
+	}
+	id := m.ID
 	var err error
 	if seal != nil {
 		if m, err = seal(m); err != nil {
 			discard()
-			return Manifest{}, fmt.Errorf("put checkpoint %s: %w", m.ID, err)
+			return Manifest{}, fmt.Errorf("put checkpoint %s: %w", id, err)
 		}
 	}
 	b, err := EncodeManifest(m)
 	if err != nil {
 		discard()
-		return Manifest{}, fmt.Errorf("put checkpoint %s: %w", m.ID, err)
+		return Manifest{}, fmt.Errorf("put checkpoint %s: %w", id, err)
 	}
 	if _, err := o.store.Put(ctx, mk, bytes.NewReader(b), objstore.PutOptions{IfAbsent: true, Size: int64(len(b))}); err != nil {
 		if errors.Is(err, objstore.ErrExists) {

@@ -124,6 +124,7 @@ func testObjectFailedPutLeavesNothing(t *testing.T, raw objstore.Store, s *Objec
 		return Manifest{}, errors.New("no key")
 	})
 	require.ErrorContains(t, err, "no key")
+	require.ErrorContains(t, err, "put checkpoint ckpt-1:", "the message names the checkpoint")
 
 	infos, err := raw.List(t.Context(), "")
 	require.NoError(t, err)
