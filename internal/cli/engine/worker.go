@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,7 +24,9 @@ type workerFlags struct {
 	MetricsAddr        string
 	WebhookURLs        []string
 	MaxConcurrentSteps int
-	CheckpointDir      string
+	// StopTimeout: how long a stopping worker waits for running steps.
+	StopTimeout   time.Duration
+	CheckpointDir string
 	// CheckpointKeyFile and InsecureUnsignedCheckpoints: checkpoint manifest signing.
 	CheckpointKeyFile           string
 	InsecureUnsignedCheckpoints bool
@@ -50,6 +53,8 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.MetricsAddr, "metrics-addr", worker.DefaultMetricsAddr, `listen address of Prometheus /metrics (may equal --health-addr; "-" disables)`)
 	fl.StringArrayVar(&f.WebhookURLs, "webhook-url", nil, "POST a JSON event here when any run ends (repeatable)")
 	fl.IntVar(&f.MaxConcurrentSteps, "max-concurrent-steps", worker.DefaultMaxConcurrentSteps, "steps (sandboxes) this worker runs at once")
+	fl.DurationVar(&f.StopTimeout, "stop-timeout", worker.DefaultStopTimeout,
+		"on SIGTERM/SIGINT, how long the worker waits for running steps before it gives them up")
 	fl.StringVar(&f.CheckpointDir, "checkpoint-dir", worker.DefaultCheckpointDir, "local checkpoint store directory")
 	fl.StringVar(&f.CheckpointKeyFile, "checkpoint-key-file", "",
 		`file of checkpoint signing keys, one "<id> <base64 secret>" a line, the first signing (mode 0600; default: a key generated in the worker's data dir, for a worker whose checkpoints no other worker reads)`)
@@ -73,6 +78,9 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 }
 
 func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, error) {
+	if f.StopTimeout <= 0 {
+		return worker.Config{}, usageErr("--stop-timeout must be positive")
+	}
 	if f.MaxConcurrentSteps < 1 {
 		return worker.Config{}, usageErr("--max-concurrent-steps must be at least 1")
 	}
@@ -111,6 +119,7 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		MetricsAddr:                 f.MetricsAddr,
 		WebhookURLs:                 f.WebhookURLs,
 		MaxConcurrentSteps:          f.MaxConcurrentSteps,
+		StopTimeout:                 f.StopTimeout,
 		CheckpointDir:               f.CheckpointDir,
 		CheckpointKeyFile:           f.CheckpointKeyFile,
 		InsecureUnsignedCheckpoints: f.InsecureUnsignedCheckpoints,
