@@ -1,0 +1,119 @@
+//go:build e2e
+
+package tests
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentflow/agentflow/internal/failure"
+	"github.com/agentflow/agentflow/workflows"
+)
+
+// Worker faults (issue 9): the worker running a step of a spec WITHOUT
+// retries dies, freezes or is stopped past its drain time; the other
+// worker on the queue must finish the run, and no sandbox may be left.
+
+// other names the second worker of a two-worker chaos test.
+func other(name string) string {
+	if name == "a" {
+		return "b"
+	}
+	return "a"
+}
+
+// Needs: workflow-level infrastructure retries (slice infra-retries): today
+// the heartbeat timeout of the dead worker's attempt fails a step without
+// retries.
+func TestChaosWorkerKill9(t *testing.T) {
+	e := newChaos(t, "kill9", "")
+	e.startWorker(t, "a")
+	e.startWorker(t, "b")
+	id := e.queue + "-run"
+	run := e.submit(t, id, e.step("slow", "testtool", map[string]any{"mode": "sleep", "seconds": 15}))
+
+	r := e.waitToolRunning(t, id, "slow")
+	victim := e.worker(t, r.worker)
+	victim.signal(t, syscall.SIGKILL)
+	_ = victim.waitExit(t, time.Minute)
+
+	st := e.waitRun(t, run)
+	require.Equal(t, workflows.RunSucceeded, st.Status)
+	rec := stepRecord(t, st, "slow")
+	require.Equal(t, workflows.StepSuccess, rec.Status)
+	require.GreaterOrEqual(t, rec.Attempts, int32(2), "the killed attempt must count")
+	require.True(t, e.worker(t, other(r.worker)).ranStep(id, "slow"), "the surviving worker did not run the step")
+	// The survivor's reaper removes the dead owner's sandbox (it sweeps
+	// once a minute).
+	e.requireNoSandboxes(t, id, 3*time.Minute)
+}
+
+// Needs: workflow-level infrastructure retries (slice infra-retries): the
+// frozen worker misses its heartbeats (35 s > 20 s), the attempt times out
+// and a step without retries fails.
+func TestChaosWorkerSIGSTOP(t *testing.T) {
+	e := newChaos(t, "sigstop", "")
+	e.startWorker(t, "a")
+	e.startWorker(t, "b")
+	id := e.queue + "-run"
+	run := e.submit(t, id, e.step("slow", "testtool", map[string]any{"mode": "sleep", "seconds": 15}))
+
+	r := e.waitToolRunning(t, id, "slow")
+	victim := e.worker(t, r.worker)
+	victim.signal(t, syscall.SIGSTOP)
+	// The fault itself: the worker stays frozen for 35 s, longer than the
+	// 20 s heartbeat timeout. This sleep is the length of the fault, not a
+	// synchronisation.
+	time.Sleep(35 * time.Second)
+	victim.signal(t, syscall.SIGCONT)
+
+	st := e.waitRun(t, run)
+	require.Equal(t, workflows.RunSucceeded, st.Status)
+	rec := stepRecord(t, st, "slow")
+	require.Equal(t, workflows.StepSuccess, rec.Status)
+	require.GreaterOrEqual(t, rec.Attempts, int32(2), "the timed-out attempt must count")
+	// The thawed worker finishes (or abandons) its attempt and removes its
+	// sandbox itself; nothing needs the reaper here, but allow for it.
+	e.requireNoSandboxes(t, id, 3*time.Minute)
+	require.False(t, victim.exited(), "the thawed worker died: %v", victim.err)
+}
+
+// Needs: worker stop hand-back (slice attempts): today the worker exits
+// after --stop-timeout with its sandbox still running and without
+// reporting the attempt (Temporal only learns of it from the heartbeat
+// timeout); and infrastructure retries (slice infra-retries) so the
+// handed-back attempt is retried on the other worker.
+func TestChaosWorkerSIGTERMPastDrain(t *testing.T) {
+	e := newChaos(t, "sigterm", "")
+	e.startWorker(t, "a", "--stop-timeout", "3s")
+	e.startWorker(t, "b", "--stop-timeout", "3s")
+	id := e.queue + "-run"
+	run := e.submit(t, id, e.step("slow", "testtool", map[string]any{"mode": "sleep", "seconds": 40}))
+
+	r := e.waitToolRunning(t, id, "slow")
+	victim := e.worker(t, r.worker)
+	victim.signal(t, syscall.SIGTERM)
+	require.NoError(t, victim.waitExit(t, 2*time.Minute), "a stopped worker exits 0")
+
+	// When the process is gone, so is its sandbox (removal in the daemon
+	// may trail the API call by moments).
+	require.Eventually(t, func() bool { return len(e.workerContainers(t, victim.name)) == 0 }, 20*time.Second, 250*time.Millisecond,
+		"worker %s exited with its sandboxes still there: %v", victim.name, e.workerContainers(t, victim.name))
+
+	st := e.waitRun(t, run)
+	atts := e.stepAttempts(t, id, run.GetRunID(), "slow")
+	require.NotEmpty(t, atts)
+	// Reported by the worker before it exited, not found out by Temporal
+	// through the missing heartbeats.
+	require.Equal(t, "failed", atts[0].Outcome, "the stopped worker's attempt was not reported: %+v", atts[0])
+	require.Equal(t, failure.SandboxLost, atts[0].Type, "handed-back attempt: %s", atts[0].Message)
+
+	require.Equal(t, workflows.RunSucceeded, st.Status)
+	require.Equal(t, workflows.StepSuccess, stepRecord(t, st, "slow").Status)
+	require.True(t, e.worker(t, other(victim.name)).ranStep(id, "slow"), "the other worker did not run the step")
+	e.requireNoSandboxes(t, id, time.Minute)
+	require.Contains(t, victim.log(), `msg="worker stopped"`)
+}
