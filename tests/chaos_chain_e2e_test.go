@@ -186,10 +186,12 @@ func TestChaosChainAcrossWorkers(t *testing.T) {
 
 	// logs -f from a third process shows a running step's lines before it
 	// ends. The tool prints its line and then waits for SIGTERM (up to
-	// 120 s), so the step is still running whenever the line shows, unless
+	// 240 s), so the step is still running whenever the line shows, unless
 	// the line only arrives with the end of the attempt.
 	logsID := e.queue + "-logs"
-	logsRun := e.submit(t, logsID, e.step("wait", "testtool", map[string]any{"mode": "sigterm", "seconds": 120}))
+	waitStep := e.step("wait", "testtool", map[string]any{"mode": "sigterm", "seconds": 240})
+	waitStep.Timeout = 5 * time.Minute
+	logsRun := e.submit(t, logsID, waitStep)
 	e.waitToolRunning(t, logsID, "wait")
 	logsArgs, logsEnv := e.logsArgs(t)
 	var follow syncBuffer

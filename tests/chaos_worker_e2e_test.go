@@ -3,13 +3,16 @@
 package tests
 
 import (
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentflow/agentflow/internal/failure"
+	"github.com/agentflow/agentflow/internal/spec"
 	"github.com/agentflow/agentflow/workflows"
 )
 
@@ -82,38 +85,62 @@ func TestChaosWorkerSIGSTOP(t *testing.T) {
 }
 
 // Needs: worker stop hand-back (slice attempts): today the worker exits
-// after --stop-timeout with its sandbox still running and without
-// reporting the attempt (Temporal only learns of it from the heartbeat
-// timeout); and infrastructure retries (slice infra-retries) so the
-// handed-back attempt is retried on the other worker.
+// after --stop-timeout without reporting its attempts (Temporal only learns
+// of them from the heartbeat timeout), and may leave its sandboxes running
+// (the issue saw 4 of 4); and infrastructure retries (slice infra-retries)
+// so the handed-back attempts are retried on the other worker.
 func TestChaosWorkerSIGTERMPastDrain(t *testing.T) {
 	e := newChaos(t, "sigterm", "")
 	e.startWorker(t, "a", "--stop-timeout", "3s")
 	e.startWorker(t, "b", "--stop-timeout", "3s")
 	id := e.queue + "-run"
-	run := e.submit(t, id, e.step("slow", "testtool", map[string]any{"mode": "sleep", "seconds": 40}))
+	// Four parallel steps, as in the issue: they start on the worker that
+	// runs the workflow task (eager activities), or spread over both.
+	var steps []spec.PlanStep
+	var ids []string
+	for k := 1; k <= 4; k++ {
+		s := e.step(fmt.Sprintf("p%d", k), "testtool", map[string]any{"mode": "sleep", "seconds": 40})
+		steps = append(steps, s)
+		ids = append(ids, s.ID)
+	}
+	run := e.submit(t, id, steps...)
 
-	r := e.waitToolRunning(t, id, "slow")
-	victim := e.worker(t, r.worker)
+	owner := map[string]string{} // step → worker running its first attempt
+	for _, s := range ids {
+		owner[s] = e.waitToolRunning(t, id, s).worker
+	}
+	victim := e.worker(t, owner[ids[0]])
+	var handed []string
+	for _, s := range ids {
+		if owner[s] == victim.name {
+			handed = append(handed, s)
+		}
+	}
+	t.Logf("worker %s runs %v when it is stopped", victim.name, handed)
 	victim.signal(t, syscall.SIGTERM)
 	require.NoError(t, victim.waitExit(t, 2*time.Minute), "a stopped worker exits 0")
 
-	// When the process is gone, so is its sandbox (removal in the daemon
-	// may trail the API call by moments).
-	require.Eventually(t, func() bool { return len(e.workerContainers(t, victim.name)) == 0 }, 20*time.Second, 250*time.Millisecond,
-		"worker %s exited with its sandboxes still there: %v", victim.name, e.workerContainers(t, victim.name))
+	// When the process is gone, so are its sandboxes (removal in the
+	// daemon may trail the API call by moments).
+	assert.Eventually(t, func() bool { return len(e.workerContainers(t, victim.name)) == 0 }, 20*time.Second, 250*time.Millisecond,
+		"worker %s exited with its sandboxes still there", victim.name)
+	t.Logf("sandboxes of %s after it exited: %d", victim.name, len(e.workerContainers(t, victim.name)))
 
 	st := e.waitRun(t, run)
-	atts := e.stepAttempts(t, id, run.GetRunID(), "slow")
-	require.NotEmpty(t, atts)
-	// Reported by the worker before it exited, not found out by Temporal
-	// through the missing heartbeats.
-	require.Equal(t, "failed", atts[0].Outcome, "the stopped worker's attempt was not reported: %+v", atts[0])
-	require.Equal(t, failure.SandboxLost, atts[0].Type, "handed-back attempt: %s", atts[0].Message)
+	for _, s := range handed {
+		atts := e.stepAttempts(t, id, run.GetRunID(), s)
+		require.NotEmpty(t, atts, s)
+		// Reported by the worker before it exited, not found out by
+		// Temporal through the missing heartbeats.
+		assert.Equal(t, "failed", atts[0].Outcome, "%s: the stopped worker's attempt was not reported: %+v", s, atts[0])
+		assert.Equal(t, failure.SandboxLost, atts[0].Type, "%s: handed-back attempt: %s", s, atts[0].Message)
+	}
 
 	require.Equal(t, workflows.RunSucceeded, st.Status)
-	require.Equal(t, workflows.StepSuccess, stepRecord(t, st, "slow").Status)
-	require.True(t, e.worker(t, other(victim.name)).ranStep(id, "slow"), "the other worker did not run the step")
+	for _, s := range ids {
+		require.Equal(t, workflows.StepSuccess, stepRecord(t, st, s).Status, s)
+	}
+	require.True(t, e.worker(t, other(victim.name)).ranStep(id, handed[0]), "the other worker did not run %s", handed[0])
 	e.requireNoSandboxes(t, id, time.Minute)
 	require.Contains(t, victim.log(), `msg="worker stopped"`)
 }
