@@ -545,6 +545,14 @@ type attemptEvent struct {
 // last one does.
 func (e *chaosEnv) stepAttempts(t *testing.T, id, runID, step string) []attemptEvent {
 	t.Helper()
+	out := e.stepAttemptsQuiet(t, id, runID, step)
+	t.Logf("history of %s: RunStep of %s ended %+v", id, step, out)
+	return out
+}
+
+// stepAttemptsQuiet is stepAttempts without the log line, for polling.
+func (e *chaosEnv) stepAttemptsQuiet(t *testing.T, id, runID, step string) []attemptEvent {
+	t.Helper()
 	it := e.client.GetWorkflowHistory(t.Context(), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	ours := map[int64]bool{}
 	needle := []byte(`"step_id":"` + step + `"`)
@@ -585,7 +593,6 @@ func (e *chaosEnv) stepAttempts(t *testing.T, id, runID, step string) []attemptE
 			}
 		}
 	}
-	t.Logf("history of %s: RunStep of %s ended %+v", id, step, out)
 	return out
 }
 

@@ -142,5 +142,5 @@ func TestChaosWorkerSIGTERMPastDrain(t *testing.T) {
 	}
 	require.True(t, e.worker(t, other(victim.name)).ranStep(id, handed[0]), "the other worker did not run %s", handed[0])
 	e.requireNoSandboxes(t, id, time.Minute)
-	require.Contains(t, victim.log(), `msg="worker stopped"`)
+	require.Contains(t, victim.log(), `msg="worker stopped`) // "worker stopped" or "…; running steps were handed back"
 }
