@@ -222,14 +222,25 @@ type chaosEnv struct {
 	bin     string
 	store   chaosStoreKind
 	keyFile string
+	// minio is the test's S3 server (store chaosMinIO only); every worker
+	// of the test uses the bucket under the prefix runLabel.
+	minio *testenv.MinIOServer
 
 	mu      sync.Mutex
 	workers []*chaosWorker
 }
 
 // newChaos prepares a chaos test against the Temporal at address ("" = the
-// shared dev server). Workers are started with startWorker.
+// shared dev server), on the store chaosStore selects. Workers are started
+// with startWorker.
 func newChaos(t *testing.T, name, address string) *chaosEnv {
+	t.Helper()
+	return newChaosStore(t, name, address, chaosStore(t))
+}
+
+// newChaosStore is newChaos on a given store (a test about the S3 store
+// itself needs MinIO whatever the default).
+func newChaosStore(t *testing.T, name, address string, store chaosStoreKind) *chaosEnv {
 	t.Helper()
 	root := repoRoot(t)
 	dc := testenv.Docker(t)
@@ -251,7 +262,10 @@ func newChaos(t *testing.T, name, address string) *chaosEnv {
 		},
 		queue: "chaos-" + name + "-" + suffix,
 		bin:   bin,
-		store: chaosStore(t),
+		store: store,
+	}
+	if store == chaosMinIO {
+		e.minio = testenv.MinIO(t)
 	}
 	// Registered first, so it runs last: whatever a failed test left (a
 	// killed worker's sandbox, say) is removed. Only this test's sandboxes
@@ -284,10 +298,17 @@ func (e *chaosEnv) storeArgs(t *testing.T, name string) ([]string, []string) {
 			"--checkpoint-dir", filepath.Join(e.tmp, "checkpoints"),
 			"--log-dir", e.logDir,
 		}, nil
+	case chaosMinIO:
+		// Each worker its own local directories, as if on its own
+		// machine: whatever two workers share goes through the bucket.
+		dir := filepath.Join(e.tmp, "worker-"+name)
+		return []string{
+			"--store", e.minio.StoreURL(e.runLabel),
+			"--checkpoint-dir", filepath.Join(dir, "checkpoints"),
+			"--log-dir", filepath.Join(dir, "logs"),
+		}, e.minio.Env()
 	default:
-		// Wired once testenv.MinIO and --store are on main (slices
-		// objstore and checkpoints).
-		t.Fatalf("chaos store %s is not wired in this build", e.store)
+		t.Fatalf("unknown chaos store %s", e.store)
 		return nil, nil
 	}
 }
@@ -298,8 +319,10 @@ func (e *chaosEnv) logsArgs(t *testing.T) ([]string, []string) {
 	switch e.store {
 	case chaosSharedDir:
 		return []string{"--log-dir", e.logDir}, nil
+	case chaosMinIO:
+		return []string{"--store", e.minio.StoreURL(e.runLabel)}, e.minio.Env()
 	default:
-		t.Fatalf("chaos store %s is not wired in this build", e.store)
+		t.Fatalf("unknown chaos store %s", e.store)
 		return nil, nil
 	}
 }
