@@ -36,10 +36,19 @@ func TestChaosWorkerKill9(t *testing.T) {
 	e.startWorker(t, "a")
 	e.startWorker(t, "b")
 	id := e.queue + "-run"
-	run := e.submit(t, id, e.step("slow", "testtool", map[string]any{"mode": "sleep", "seconds": 15}))
+	// first writes a file; slow (killed) starts from first's checkpoint
+	// and hands it on; check reads the file. The retry of slow on the
+	// surviving worker must restore the checkpoint first wrote, which
+	// (activities start eagerly on the worker of the workflow task) is
+	// usually the killed worker's.
+	first := e.step("first", "wsfile", map[string]any{"write": map[string]any{"a.txt": "from first"}})
+	slow := e.step("slow", "testtool", map[string]any{"mode": "sleep", "seconds": 15}, "first")
+	check := e.step("check", "wsfile", map[string]any{"read": []any{"a.txt"}, "strict": true}, "slow")
+	run := e.submit(t, id, first, slow, check)
 
 	r := e.waitToolRunning(t, id, "slow")
 	victim := e.worker(t, r.worker)
+	t.Logf("first ran on a=%v b=%v; killing %s", e.worker(t, "a").ranStep(id, "first"), e.worker(t, "b").ranStep(id, "first"), victim.name)
 	victim.signal(t, syscall.SIGKILL)
 	_ = victim.waitExit(t, time.Minute)
 
@@ -49,6 +58,8 @@ func TestChaosWorkerKill9(t *testing.T) {
 	require.Equal(t, workflows.StepSuccess, rec.Status)
 	require.GreaterOrEqual(t, rec.Attempts, int32(2), "the killed attempt must count")
 	require.True(t, e.worker(t, other(r.worker)).ranStep(id, "slow"), "the surviving worker did not run the step")
+	files, _ := stepRecord(t, st, "check").Output["files"].(map[string]any)
+	require.Equal(t, "from first", files["a.txt"], "the workspace did not survive the kill")
 	// The survivor's reaper removes the dead owner's sandbox (it sweeps
 	// once a minute).
 	e.requireNoSandboxes(t, id, 3*time.Minute)
