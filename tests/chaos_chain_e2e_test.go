@@ -107,7 +107,8 @@ func (s *syncBuffer) String() string {
 // Needs: the S3 store with separate data directories per worker
 // (AGENTFLOW_CHAOS_STORE=minio, slices objstore/checkpoints; with the
 // shared directory it passes the chain and resume parts today) and live
-// chunked logs (slice logs) for the `logs -f` part, which fails today:
+// chunked logs and `agentctl logs --store` (slice logs) for the `logs -f`
+// part, which fails today:
 // a step's stderr reaches the log store only when the attempt ends.
 func TestChaosChainAcrossWorkers(t *testing.T) {
 	e := newChaos(t, "chain", "")
@@ -202,9 +203,18 @@ func TestChaosChainAcrossWorkers(t *testing.T) {
 	logs.Stdout, logs.Stderr = &follow, &follow
 	require.NoError(t, logs.Start())
 	logsDone := make(chan error, 1)
-	go func() { logsDone <- logs.Wait() }()
-	require.Eventually(t, func() bool { return strings.Contains(follow.String(), "testtool: waiting for SIGTERM") }, chaosBound, 250*time.Millisecond,
-		"logs -f never showed the tool's line:\n%s", follow.String())
+	exited := make(chan struct{})
+	go func() { logsDone <- logs.Wait(); close(exited) }()
+	const marker = "testtool: waiting for SIGTERM"
+	require.Eventually(t, func() bool {
+		select {
+		case <-exited: // it will not show anything any more
+			return true
+		default:
+			return strings.Contains(follow.String(), marker)
+		}
+	}, chaosBound, 250*time.Millisecond, "logs -f never showed the tool's line:\n%s", follow.String())
+	require.Contains(t, follow.String(), marker, "logs -f ended without the tool's line")
 	// Needs live chunked logs (slice logs).
 	require.Equal(t, workflows.StepRunning, stepRecord(t, e.status(t, logsID), "wait").Status,
 		"the line showed only once the step had ended")
