@@ -543,10 +543,34 @@ func (e *chaosEnv) waitRun(t *testing.T, run client.WorkflowRun) workflows.Statu
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), chaosBound)
 	defer cancel()
-	var res workflows.Result
-	err := run.Get(ctx, &res)
-	require.NoError(t, ctx.Err(), "run %s did not end within %s", run.GetID(), chaosBound)
-	st := e.status(t, run.GetID())
+	var err error
+	for {
+		var res workflows.Result
+		err = run.Get(ctx, &res)
+		require.NoError(t, ctx.Err(), "run %s did not end within %s", run.GetID(), chaosBound)
+		// Get also returns when its connection broke (the server was
+		// restarted under it): only a closed run is an answer.
+		d, derr := e.client.DescribeWorkflowExecution(ctx, run.GetID(), run.GetRunID())
+		if derr == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			break
+		}
+		t.Logf("run %s: Get returned (%v) but the run is not closed (describe: %v); waiting on", run.GetID(), err, derr)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	// The status query needs a worker to replay the closed run; right after
+	// a Temporal restart the workers may still be reconnecting.
+	var st workflows.Status
+	require.Eventually(t, func() bool {
+		v, qerr := e.client.QueryWorkflow(ctx, run.GetID(), run.GetRunID(), workflows.StatusQuery)
+		if qerr != nil {
+			t.Logf("status query of %s: %v (retrying)", run.GetID(), qerr)
+			return false
+		}
+		return v.Get(&st) == nil
+	}, 2*time.Minute, time.Second, "no status of run %s", run.GetID())
 	t.Logf("run %s ended %s (err %v)", run.GetID(), st.Status, err)
 	for _, r := range st.StepHistory {
 		t.Logf("  step %s: %s, %d attempts, error %q", r.ID, r.Status, r.Attempts, r.Error)
