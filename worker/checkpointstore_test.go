@@ -30,11 +30,8 @@ func TestCheckpointStoreGeneratesKeyOutsideTheStore(t *testing.T) {
 	require.NoError(t, err)
 	defer objects.Close()
 	open := func(cfg Config) (*checkpoint.Sealed, error) {
-		keys, err := checkpointKeys(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return checkpointStore(cfg, objects, keys)
+		s, _, err := openCheckpoints(cfg, objects)
+		return s, err
 	}
 	s, err := open(cfg)
 	require.NoError(t, err)

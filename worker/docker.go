@@ -109,6 +109,17 @@ func checkpointKeys(cfg Config) (*checkpoint.Keyring, error) {
 	return keys, nil
 }
 
+// openCheckpoints loads the keyring and builds the signed checkpoint store
+// over objects; the keyring also signs attempt records.
+func openCheckpoints(cfg Config, objects objstore.Store) (*checkpoint.Sealed, *checkpoint.Keyring, error) {
+	keys, err := checkpointKeys(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := checkpointStore(cfg, objects, keys)
+	return store, keys, err
+}
+
 // checkpointStore is the checkpoint store over objects (the local
 // checkpoint directory, or the checkpoints prefix of the shared store)
 // behind signed manifests.

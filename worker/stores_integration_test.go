@@ -38,7 +38,7 @@ func TestSharedStoreOnMinIO(t *testing.T) {
 	b, cfgB := open(t.TempDir())
 	require.Equal(t, srv.StoreURL("team")+"/checkpoints", a.Checkpoints.String())
 
-	ckA, err := checkpointStore(cfgA, a.Checkpoints)
+	ckA, _, err := openCheckpoints(cfgA, a.Checkpoints)
 	require.NoError(t, err)
 	m, err := ckA.Put(t.Context(), testManifest(), strings.NewReader("from worker a"), nil)
 	require.NoError(t, err)
@@ -49,7 +49,7 @@ func TestSharedStoreOnMinIO(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, infos, 2, "content and manifest under checkpoints/: %v", infos)
 
-	ckB, err := checkpointStore(cfgB, b.Checkpoints)
+	ckB, _, err := openCheckpoints(cfgB, b.Checkpoints)
 	require.NoError(t, err)
 	_, rc, err := ckB.Get(t.Context(), m.ID)
 	require.NoError(t, err, "another worker with the shared key restores it")
@@ -60,7 +60,7 @@ func TestSharedStoreOnMinIO(t *testing.T) {
 
 	own := cfgB
 	own.CheckpointKeyFile = "" // as if the rule were not there: a generated key
-	ckOwn, err := checkpointStore(own, b.Checkpoints)
+	ckOwn, _, err := openCheckpoints(own, b.Checkpoints)
 	require.NoError(t, err)
 	_, err = ckOwn.Stat(t.Context(), m.ID)
 	require.ErrorIs(t, err, exechost.ErrCorruptCheckpoint, "why the shared key is required")

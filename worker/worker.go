@@ -232,11 +232,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer c.Close()
 
 	// One keyring signs checkpoint manifests and attempt records.
-	keys, err := checkpointKeys(cfg)
-	if err != nil {
-		return err
-	}
-	checkpoints, err := checkpointStore(cfg, stores.Checkpoints, keys)
+	checkpoints, keys, err := openCheckpoints(cfg, stores.Checkpoints)
 	if err != nil {
 		return err
 	}
