@@ -116,6 +116,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("OutputLimitDestroysSandbox", s.outputLimit)
 	t.Run("CancelDestroysSandbox", s.cancel)
 	t.Run("TerminateDuringExec", s.terminateDuringExec)
+	t.Run("LiveStderr", s.liveStderr)
 	t.Run("GitWorkspace", s.gitWorkspace)
 	t.Run("GitImportHostile", s.gitHostile)
 	t.Run("CheckpointSeedsProvision", s.checkpointSeeds)
