@@ -1,0 +1,4 @@
+package objstore
+
+// DirError is dirError, for the mapping test.
+var DirError = dirError

@@ -1,0 +1,42 @@
+//go:build integration
+
+package testenv_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentflow/agentflow/internal/testenv"
+)
+
+// TestMinIOStopStart: the outage helpers really take the server away and
+// bring it back on the same address with the same data.
+func TestMinIOStopStart(t *testing.T) {
+	m := testenv.MinIO(t)
+	c := m.Client(t)
+	ok, err := c.BucketExists(t.Context(), m.Bucket)
+	require.NoError(t, err)
+	require.True(t, ok)
+	m.Stop()
+	_, err = http.Get(m.Endpoint + "/minio/health/live")
+	require.Error(t, err, "stopped means nothing listens")
+	m.Stop() // idempotent
+	m.Start()
+	ok, err = c.BucketExists(t.Context(), m.Bucket)
+	require.NoError(t, err)
+	require.True(t, ok, "same data directory after a restart")
+}
+
+func TestRegistry(t *testing.T) {
+	r := testenv.Registry(t)
+	resp, err := http.Get("http://" + r.Addr + "/v2/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "registry/2.0", resp.Header.Get("Docker-Distribution-Api-Version"))
+	r.Stop()
+	_, err = http.Get("http://" + r.Addr + "/v2/")
+	require.Error(t, err)
+}
