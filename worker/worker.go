@@ -200,9 +200,14 @@ func Run(ctx context.Context, cfg Config) error {
 		defer backend.Close()
 	}
 
+	logs, closeLogs, err := logstore.NewDir(cfg.LogDir, logstore.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = closeLogs() }()
 	acts := activities.New(activities.Options{
 		Host:    backend.Host,
-		Logs:    logstore.NewDir(cfg.LogDir),
+		Logs:    logs,
 		Secrets: secretResolver(cfg.SecretPolicy, cfg.VaultDir),
 		Metrics: m,
 		Logger:  log,
