@@ -181,3 +181,56 @@ func TestLogsWithoutFollow(t *testing.T) {
 	require.Equal(t, ExitFailure, ee.Code)
 	require.Contains(t, err.Error(), "no logs for step nope of agent ag in mem")
 }
+
+// TestLogsStoreFlags: --store names the workers' shared store (its logs/
+// prefix), --log-dir a local directory, never both; an explicit --log-dir
+// wins over AGENTFLOW_STORE.
+func TestLogsStoreFlags(t *testing.T) {
+	ctx := t.Context()
+	root := t.TempDir()
+	rootStore, err := objstore.NewDir(root)
+	require.NoError(t, err)
+	defer rootStore.Close()
+	w, err := logstore.OnRoot(rootStore, logstore.Options{}).Open(ctx, key(1))
+	require.NoError(t, err)
+	_, _ = io.WriteString(w, "from the shared store\n")
+	require.NoError(t, w.Close(ctx, logstore.Trailer{}))
+
+	dir := t.TempDir()
+	local, closeLocal, err := logstore.NewDir(dir, logstore.Options{})
+	require.NoError(t, err)
+	defer func() { _ = closeLocal() }()
+	w, err = local.Open(ctx, key(1))
+	require.NoError(t, err)
+	_, _ = io.WriteString(w, "from the local directory\n")
+	require.NoError(t, w.Close(ctx, logstore.Trailer{}))
+
+	tests := []struct {
+		name     string
+		env      string
+		args     []string
+		wantCode int
+		want     string
+	}{
+		{name: "store flag", args: []string{"--store", "file://" + root}, want: "from the shared store\n"},
+		{name: "store from env", env: "file://" + root, want: "from the shared store\n"},
+		{name: "log dir flag wins over env", env: "file://" + root, args: []string{"--log-dir", dir}, want: "from the local directory\n"},
+		{name: "both flags", args: []string{"--store", "file://" + root, "--log-dir", dir}, wantCode: ExitInvalid, want: "give one"},
+		{name: "missing log dir", args: []string{"--log-dir", dir + "/nope"}, wantCode: ExitFailure, want: "no log directory"},
+		{name: "bad store", args: []string{"--store", "ftp://x"}, wantCode: ExitFailure, want: "unsupported scheme"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("AGENTFLOW_STORE", tc.env)
+			var out, errb bytes.Buffer
+			args := append([]string{"logs", "ag", "--step", "s"}, tc.args...)
+			code := Run(ctx, "test", args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+			require.Equal(t, tc.wantCode, code, "stderr: %s", errb.String())
+			if tc.wantCode == 0 {
+				require.Equal(t, tc.want, out.String())
+				return
+			}
+			require.Contains(t, errb.String(), tc.want)
+		})
+	}
+}
