@@ -154,6 +154,7 @@ func (at *attempt) run(ctx context.Context) (*StepResult, error) {
 	a.opts.Metrics.SandboxUp()
 
 	hb.setPhase("exec")
+	stderr := at.openLog(ctx) // live stderr → the log store, scrubbed
 	execStart := time.Now()
 	res, execErr := a.opts.Host.Exec(ctx, at.id, exechost.ExecRequest{
 		Command: ToolCommand,
@@ -161,7 +162,7 @@ func (at *attempt) run(ctx context.Context) (*StepResult, error) {
 		Env:     toolEnv(req, at.number, gpuIgnored),
 		Secrets: execSecrets,
 		Timeout: at.budget.ToolDeadline,
-		Stderr:  at.openLog(ctx),
+		Stderr:  stderr,
 	})
 	a.opts.Metrics.ObservePhase(metrics.PhaseExec, time.Since(execStart), execErr)
 	if res != nil {
@@ -478,7 +479,10 @@ func (at *attempt) writeLog(ctx context.Context, failMsg, outcome string) {
 	if at.a.opts.Logs == nil {
 		return
 	}
-	if at.logw == nil && at.openLog(ctx) == nil { // failed before the exec
+	// The log outlives the attempt's cancellation, within a bound.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), at.a.opts.CleanupTimeout)
+	defer cancel()
+	if at.logw == nil && at.openLog(cctx) == nil { // failed before the exec
 		return
 	}
 	// The host has handed over all stderr when Exec returns; what the
@@ -506,8 +510,6 @@ func (at *attempt) writeLog(ctx context.Context, failMsg, outcome string) {
 		newline()
 		fmt.Fprintf(&buf, "--- agentflow: attempt %d failed: %s\n", at.number, at.scrub.String(failMsg))
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), at.a.opts.CleanupTimeout)
-	defer cancel()
 	err := at.logw.Close(cctx, logstore.Trailer{Text: buf.Bytes(), Outcome: at.scrub.String(outcome)})
 	if err != nil {
 		at.log.WarnContext(ctx, "write step log", "error", err)
