@@ -66,6 +66,10 @@ const (
 	MaxChunks = 100_000
 	// MaxReadBytes bounds Read's result (a tail read takes the last bytes).
 	MaxReadBytes = 64 << 20
+	// maxAttemptObjects bounds what a reader takes from one attempt's
+	// prefix: its chunks, the end marker and room for a superseded
+	// delivery's leftovers.
+	maxAttemptObjects = 2*MaxChunks + 16
 	// maxEndBytes bounds the end marker a reader decodes.
 	maxEndBytes = 16 << 10
 	// seqDigits pads chunk numbers so the store's key order is seq order.

@@ -546,6 +546,11 @@ func TestListAndFind(t *testing.T) {
 			require.Equal(t, tc.want, keys(Find(entries, tc.runID, tc.step, tc.attempt)))
 		})
 	}
+	step, err := s.ListStep(ctx, "ag", "old", "a")
+	require.NoError(t, err)
+	require.Equal(t, []string{"ag/old/a/1", "ag/old/a/2"}, keys(step))
+	_, err = s.ListStep(ctx, "ag", "", "a")
+	require.Error(t, err)
 }
 
 func TestTailLines(t *testing.T) {

@@ -54,6 +54,10 @@ func (s *Store) scan(ctx context.Context, key Key) (*view, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list log %s in %s: %w", key, s.s, err)
 	}
+	if len(infos) > maxAttemptObjects {
+		// Not what any writer makes: someone else filled the prefix.
+		return nil, fmt.Errorf("log %s in %s: %d objects under its prefix (at most %d)", key, s.s, len(infos), maxAttemptObjects)
+	}
 	v := &view{}
 	groups := map[string][]chunk{}
 	zero := map[string]time.Time{}
@@ -242,11 +246,24 @@ func (s *Store) readLegacy(ctx context.Context, key Key, limit int64) ([]byte, e
 // list. It reads no chunk: Finished means an end marker exists (Read and
 // Follow check it).
 func (s *Store) List(ctx context.Context, agentID string) ([]Entry, error) {
+	return s.list(ctx, agentID, "")
+}
+
+// ListStep is List for the attempts of one step of one run: it lists only
+// their prefix (what `agentctl logs -f` polls).
+func (s *Store) ListStep(ctx context.Context, agentID, runID, stepID string) ([]Entry, error) {
+	if runID == "" || stepID == "" {
+		return nil, fmt.Errorf("list logs of %s: run and step are required", agentID)
+	}
+	return s.list(ctx, agentID, escape(runID)+"/"+escape(stepID)+"/")
+}
+
+func (s *Store) list(ctx context.Context, agentID, sub string) ([]Entry, error) {
 	if agentID == "" {
 		return nil, fmt.Errorf("list logs: agent ID is required")
 	}
 	agent := escape(agentID) + "/"
-	infos, err := s.s.List(ctx, agent)
+	infos, err := s.s.List(ctx, agent+sub)
 	if err != nil {
 		return nil, fmt.Errorf("list logs of %s in %s: %w", agentID, s.s, err)
 	}

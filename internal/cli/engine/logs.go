@@ -144,7 +144,7 @@ func followLogs(ctx context.Context, o *logsOptions, store *logstore.Store, stat
 		// Read the closure state before the logs, so the last attempt's
 		// log (ended before its activity completes) is not missed.
 		closed := st.Closed
-		entries, err := store.List(ctx, o.ID)
+		entries, err := store.ListStep(ctx, o.ID, runID, o.Step)
 		if err != nil {
 			return &ExitError{Code: ExitFailure, Err: err}
 		}
@@ -199,11 +199,11 @@ func followAttempt(ctx context.Context, o *logsOptions, store *logstore.Store, k
 		if err != nil || st.Closed {
 			return st.Closed, err
 		}
-		entries, err := store.List(ctx, o.ID)
+		entries, err := store.ListStep(ctx, o.ID, runID, o.Step)
 		if err != nil {
 			return false, err
 		}
-		for _, e := range logstore.Find(entries, runID, o.Step, 0) {
+		for _, e := range entries {
 			if e.Key.Attempt > key.Attempt {
 				return true, nil // a later attempt started: this one is over
 			}
