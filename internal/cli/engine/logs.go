@@ -153,7 +153,7 @@ func followLogs(ctx context.Context, o *logsOptions, store *logstore.Store, stat
 				continue
 			}
 			doc, err := followAttempt(ctx, o, store, e.Key, runID, state)
-			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			if err != nil && ctx.Err() != nil {
 				return nil // Ctrl-C ends following; not an error
 			}
 			if err != nil {
@@ -171,6 +171,9 @@ func followLogs(ctx context.Context, o *logsOptions, store *logstore.Store, stat
 		case <-ticker.C:
 		}
 		if st, err = state(ctx, runID); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
 			return err
 		}
 	}
