@@ -1,11 +1,14 @@
 package activities
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/agentflow/agentflow/exechost"
+	"github.com/agentflow/agentflow/internal/attemptrec"
 	"github.com/agentflow/agentflow/internal/logstore"
 	"github.com/agentflow/agentflow/internal/metrics"
 	"github.com/agentflow/agentflow/internal/secrets"
@@ -51,6 +54,24 @@ type Options struct {
 	Secrets secrets.Resolver
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
+
+	// Results keeps the signed record of every successful attempt, written
+	// before the attempt reports (results.go); nil records nothing, and a
+	// lost completion then runs the tool again.
+	Results *attemptrec.Store
+	// Checkpoints confirms a recorded attempt's checkpoint before its result
+	// is adopted; adoption needs both Results and Checkpoints.
+	Checkpoints CheckpointChecker
+
+	// HandBack, closed by a stopping worker once it stops waiting for
+	// running attempts, makes each of them abort, terminate its sandbox and
+	// fail as SandboxLost (handback.go). nil: attempts run to the end.
+	HandBack <-chan struct{}
+
+	// Identity names this worker in results, failure details and attempt
+	// records (the worker passes its Temporal client identity); ""
+	// is DefaultIdentity().
+	Identity string
 
 	InlineOutputLimit int64
 	Grace             time.Duration
@@ -104,9 +125,21 @@ func New(opts Options) *Activities {
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Timeout: DefaultWebhookTimeout}
 	}
+	if opts.Identity == "" {
+		opts.Identity = DefaultIdentity()
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Activities{opts: opts, log: log}
+}
+
+// DefaultIdentity is pid@hostname, the Temporal client's default identity.
+func DefaultIdentity() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return fmt.Sprintf("%d@%s", os.Getpid(), host)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentflow/agentflow/exechost"
+	"github.com/agentflow/agentflow/exechost/checkpoint"
 )
 
 // fakeHost is a scripted ExecutionHost that records every call. It keeps
@@ -27,10 +28,28 @@ type fakeHost struct {
 	cpRequests  []exechost.CheckpointRequest // every Checkpoint call, refused ones too
 	terminates  []exechost.ExecutionID
 	live        map[exechost.ExecutionID]bool
-	execStarted chan struct{} // closed when the first Exec starts, if set
+	stored      map[exechost.CheckpointID]exechost.ExecutionID // every checkpoint made, for Stat
+	statErr     error                                          // returned by Stat when set
+	execStarted chan struct{}                                  // closed when the first Exec starts, if set
 }
 
-func newFakeHost() *fakeHost { return &fakeHost{live: map[exechost.ExecutionID]bool{}} }
+func newFakeHost() *fakeHost {
+	return &fakeHost{live: map[exechost.ExecutionID]bool{}, stored: map[exechost.CheckpointID]exechost.ExecutionID{}}
+}
+
+// Stat makes the fake's checkpoints visible as a CheckpointChecker.
+func (h *fakeHost) Stat(_ context.Context, id exechost.CheckpointID) (checkpoint.Manifest, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.statErr != nil {
+		return checkpoint.Manifest{}, h.statErr
+	}
+	exe, ok := h.stored[id]
+	if !ok {
+		return checkpoint.Manifest{}, fmt.Errorf("checkpoint %s: %w", id, exechost.ErrNotFound)
+	}
+	return checkpoint.Manifest{ID: id, ExecutionID: exe}, nil
+}
 
 func (h *fakeHost) Provision(_ context.Context, req exechost.ProvisionRequest) (*exechost.Execution, error) {
 	h.mu.Lock()
@@ -79,8 +98,10 @@ func (h *fakeHost) Checkpoint(_ context.Context, id exechost.ExecutionID, req ex
 		return nil, h.checkpoint
 	}
 	h.checkpoints = append(h.checkpoints, id)
+	cp := exechost.CheckpointID(fmt.Sprintf("cp-%s-%d", id, len(h.checkpoints)))
+	h.stored[cp] = id
 	return &exechost.Checkpoint{
-		CheckpointID: exechost.CheckpointID(fmt.Sprintf("cp-%s-%d", id, len(h.checkpoints))),
+		CheckpointID: cp,
 		ExecutionID:  id,
 		SizeBytes:    1024,
 	}, nil

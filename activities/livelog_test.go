@@ -102,3 +102,33 @@ func (l *syncLog) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestSelfAdoptionKeepsTheLog: a redelivered attempt that adopts its own
+// first delivery's result leaves that delivery's log (the tool's stderr)
+// alone instead of replacing it with one line.
+func TestSelfAdoptionKeepsTheLog(t *testing.T) {
+	h := newHarness(t)
+	req := baseReq()
+	req.Attempt = 2
+	key := logstore.Key{AgentID: req.AgentID, RunID: req.RunID, StepID: req.StepID, Attempt: 2}
+	w, err := h.logs.Open(t.Context(), key)
+	require.NoError(t, err)
+	_, _ = io.WriteString(w, "the tool ran in the first delivery\n")
+	require.NoError(t, w.Close(t.Context(), logstore.Trailer{Outcome: "success"}))
+
+	opts := h.opts
+	opts.Host = h.host
+	a := New(opts)
+	for _, from := range []int32{2, 1} {
+		at := &attempt{a: a, req: req, number: 2, adoptedFrom: from, scrub: newScrubber(nil), log: a.log}
+		at.writeLog(t.Context(), "", "success")
+		b, err := h.logs.Read(t.Context(), key, 0)
+		require.NoError(t, err)
+		if from == 2 {
+			require.Equal(t, "the tool ran in the first delivery\n", string(b))
+			continue
+		}
+		// Adopting an earlier attempt: this attempt's own log says so.
+		require.Equal(t, "--- agentflow: attempt 2 adopted the recorded result of attempt 1; the tool did not run again\n", string(b))
+	}
+}

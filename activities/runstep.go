@@ -60,9 +60,15 @@ func ExecutionIDFor(agentID, runID, stepID string, attempt int32) exechost.Execu
 // Every outcome, success or whatever failed, leaves through finish once:
 // it writes the attempt's log, records metrics and classifies the error.
 func (a *Activities) RunStep(ctx context.Context, req StepRequest) (*StepResult, error) {
+	ctx, stop := a.watchHandBack(ctx)
+	defer stop()
 	at := a.newAttempt(ctx, req)
 	start := time.Now()
 	res, err := at.run(ctx)
+	if hb := handBackError(ctx); hb != nil && err != nil && failure.Kind(err) == failure.Canceled {
+		// Whatever step the hand-back interrupted saw a canceled context.
+		err = hb
+	}
 	return res, at.finish(ctx, start, err)
 }
 
@@ -82,24 +88,41 @@ type attempt struct {
 	// through logz (scrubbed) into logw (chunks in the log store).
 	logw *logstore.Writer
 	logz *scrubStream
+	// redelivered: Temporal delivers this numbered attempt again (its
+	// activity attempt > 1), so a record of the attempt itself may exist.
+	redelivered bool
+	// adoptedFrom is the earlier attempt whose recorded result this one
+	// returned without running the tool (0: the tool ran).
+	adoptedFrom int32
 }
 
 func (a *Activities) newAttempt(ctx context.Context, req StepRequest) *attempt {
-	number := activity.GetInfo(ctx).Attempt
-	if number < 1 {
-		number = 1
-	}
+	info := activity.GetInfo(ctx)
+	number := attemptNumber(req.Attempt, info.Attempt)
 	at := &attempt{
-		a:      a,
-		req:    req,
-		number: number,
-		id:     ExecutionIDFor(req.AgentID, req.RunID, req.StepID, number),
-		budget: BudgetFor(req.Timeout),
-		scrub:  newScrubber(nil),
+		a:           a,
+		req:         req,
+		number:      number,
+		redelivered: req.Attempt > 0 && info.Attempt > 1,
+		id:          ExecutionIDFor(req.AgentID, req.RunID, req.StepID, number),
+		budget:      BudgetFor(req.Timeout),
+		scrub:       newScrubber(nil),
 	}
 	at.log = a.log.With("agent_id", req.AgentID, "run_id", req.RunID, "step_id", req.StepID,
-		"attempt", number, "tool", toolName(req), "execution_id", string(at.id))
+		"attempt", number, "tool", toolName(req), "execution_id", string(at.id), "worker", a.opts.Identity)
 	return at
+}
+
+// attemptNumber is the attempt's number: the workflow's when it sets one,
+// else (runs recorded before StepRequest.Attempt existed) the activity's.
+func attemptNumber(requested, activityAttempt int32) int32 {
+	switch {
+	case requested > 0:
+		return requested
+	case activityAttempt > 0:
+		return activityAttempt
+	}
+	return 1
 }
 
 // run is the attempt itself. It returns a *stepError, a context error
@@ -122,6 +145,13 @@ func (at *attempt) run(ctx context.Context) (*StepResult, error) {
 
 	hb := startHeartbeat(ctx, a.opts.HeartbeatInterval)
 	defer hb.stop()
+
+	// An earlier attempt may have finished with its report lost: adopt
+	// its recorded result instead of running the tool twice.
+	hb.setPhase("adopt")
+	if res, err := at.adopt(ctx); res != nil || err != nil {
+		return res, err
+	}
 
 	values, err := a.resolveSecrets(ctx, req.SecretSources)
 	if err != nil {
@@ -198,18 +228,30 @@ func (at *attempt) run(ctx context.Context) (*StepResult, error) {
 	if cpErr != nil {
 		return nil, at.checkpointFailure(cpErr, res)
 	}
-	return &StepResult{
+	result := &StepResult{
 		Output:       output,
 		CheckpointID: string(cp.CheckpointID),
 		Attempt:      at.number,
 		OutputBytes:  len(res.Stdout),
 		ImageDigest:  exe.ImageDigest,
-	}, nil
+		Worker:       a.opts.Identity,
+	}
+	// Recorded before it is reported: a report lost after this point is
+	// adopted by the next attempt.
+	hb.setPhase("record")
+	if err := at.record(ctx, result); err != nil {
+		return nil, err
+	}
+	return result, nil
 }
 
-// canceled is the one cancellation check: the activity was canceled or its
-// deadline passed. Whatever the host returned is then moot.
+// canceled is the one cancellation check: the activity was canceled, its
+// deadline passed, or its worker handed it back (SandboxLost). Whatever the
+// host returned is then moot.
 func canceled(ctx context.Context) error {
+	if hb := handBackError(ctx); hb != nil {
+		return hb
+	}
 	return ctx.Err()
 }
 
@@ -263,6 +305,9 @@ func (a *Activities) resolveSecrets(ctx context.Context, sources map[string]stri
 	}
 	values, err := secrets.Resolve(ctx, a.opts.Secrets, sources)
 	if err != nil {
+		if cerr := canceled(ctx); cerr != nil {
+			return nil, cerr // interrupted, not unresolvable
+		}
 		typ := ErrTypeInvalidInput
 		if errors.Is(err, secrets.ErrNotAllowed) {
 			// The worker's secret policy refused it: PolicyViolation, never
@@ -408,7 +453,7 @@ func (at *attempt) checkpointFailure(err error, res *exechost.ExecResult) *stepE
 }
 
 func (at *attempt) details(res *exechost.ExecResult) StepFailureDetails {
-	d := StepFailureDetails{Attempt: at.number, ExitCode: -1}
+	d := StepFailureDetails{Attempt: at.number, ExitCode: -1, Worker: at.a.opts.Identity}
 	if res != nil {
 		d.ExitCode = res.ExitCode
 		d.StderrTail = tail(string(at.scrub.Bytes(res.Stderr)), at.a.opts.StderrTail)
@@ -476,7 +521,10 @@ func (at *attempt) logKey() logstore.Key {
 // the end marker. Scrubbed; best effort: a log store problem never changes
 // the attempt's outcome.
 func (at *attempt) writeLog(ctx context.Context, failMsg, outcome string) {
-	if at.a.opts.Logs == nil {
+	if at.a.opts.Logs == nil || at.adoptedFrom == at.number {
+		// Adopting its own first delivery's result: that delivery ran the
+		// tool and wrote this attempt's log; a new writer would replace it
+		// with one line (the latest Open wins).
 		return
 	}
 	// The log outlives the attempt's cancellation, within a bound.
@@ -510,6 +558,9 @@ func (at *attempt) writeLog(ctx context.Context, failMsg, outcome string) {
 		newline()
 		fmt.Fprintf(&buf, "--- agentflow: attempt %d failed: %s\n", at.number, at.scrub.String(failMsg))
 	}
+	if at.adoptedFrom > 0 {
+		fmt.Fprintf(&buf, "--- agentflow: attempt %d adopted the recorded result of attempt %d; the tool did not run again\n", at.number, at.adoptedFrom)
+	}
 	err := at.logw.Close(cctx, logstore.Trailer{Text: buf.Bytes(), Outcome: at.scrub.String(outcome)})
 	if err != nil {
 		at.log.WarnContext(ctx, "write step log", "error", err)
@@ -540,19 +591,50 @@ func (at *attempt) finish(ctx context.Context, start time.Time, err error) error
 	m := at.a.opts.Metrics
 	tool := toolName(at.req)
 	if m != nil {
-		m.ToolInvocations.WithLabelValues(tool, status).Inc()
-		m.StepDuration.WithLabelValues(tool, status).Observe(time.Since(start).Seconds())
+		if at.adoptedFrom > 0 {
+			m.AttemptAdopted(tool) // no tool ran: not an invocation
+		} else {
+			m.ToolInvocations.WithLabelValues(tool, status).Inc()
+			m.StepDuration.WithLabelValues(tool, status).Observe(time.Since(start).Seconds())
+		}
 		if at.number > 1 {
 			m.StepRetries.WithLabelValues(tool).Inc()
 		}
+		if err != nil && kind != failure.Canceled {
+			m.AttemptFailed(tool, failureClass(kind), kind)
+		}
 	}
 	if err != nil {
+		var se *stepError
+		if errors.As(err, &se) {
+			// Every failure names its attempt and worker, also those
+			// classified before the sandbox existed.
+			se.Details.Attempt, se.Details.Worker = at.number, at.a.opts.Identity
+		}
 		at.log.InfoContext(ctx, "step attempt failed", "status", status, "duration_ms", time.Since(start).Milliseconds(),
 			"error", at.scrub.String(err.Error()))
 		return toTemporal(err)
 	}
+	if at.adoptedFrom > 0 {
+		at.log.InfoContext(ctx, "step attempt adopted the recorded result of an earlier attempt; the tool did not run again",
+			"adopted_from", at.adoptedFrom, "duration_ms", time.Since(start).Milliseconds())
+		return nil
+	}
 	at.log.InfoContext(ctx, "step attempt succeeded", "duration_ms", time.Since(start).Milliseconds())
 	return nil
+}
+
+// failureClass sorts a failure type for metrics: infrastructure (retried
+// on its own budget), tool (retryable and about the tool: counts against
+// the step's retries) or other (never retried).
+func failureClass(typ string) string {
+	switch {
+	case failure.Infrastructure(typ):
+		return metrics.FailureInfrastructure
+	case failure.Retryable(typ):
+		return metrics.FailureTool
+	}
+	return metrics.FailureOther
 }
 
 func tail(s string, n int) string {

@@ -34,6 +34,11 @@ type CheckpointID string
 //   - When an Exec times out, exceeds its output cap or its context is
 //     canceled, the whole sandbox is destroyed, not only the exec client; the
 //     execution is then terminated and further calls return ErrTerminated.
+//   - When the sandbox is destroyed by someone else while an Exec runs (an
+//     operator's docker kill or rm -f, a daemon restart), Exec returns an
+//     error matching ErrTerminated that says so, never the tool's exit
+//     status as a result: the tool did not fail, its sandbox was lost. The
+//     execution is then terminated (no checkpoint of it is attempted).
 //   - Terminate is idempotent: terminating a terminated or unknown
 //     execution returns nil.
 //   - Restore re-runs the full Provision validation.

@@ -38,9 +38,14 @@ const (
 	DefaultCheckpointDir      = ".data/checkpoints"
 	DefaultLogDir             = logstore.DefaultDir
 	// DefaultStopTimeout is how long shutdown waits for running steps. A
-	// step still running after that is canceled (its sandbox destroyed)
-	// and retried by Temporal on another worker.
-	DefaultStopTimeout  = 30 * time.Second
+	// step still running after that is handed back: its sandbox destroyed
+	// and the attempt reported failed (SandboxLost), so Temporal retries it
+	// on another worker at once.
+	DefaultStopTimeout = 30 * time.Second
+	// handBackTimeout bounds the wait for handed-back attempts to report:
+	// the tool's SIGTERM grace, then terminate and the log write (each
+	// bounded by the cleanup timeout), with room to spare.
+	handBackTimeout     = activities.DefaultGrace + 2*activities.DefaultCleanupTimeout + 10*time.Second
 	DefaultReapInterval = time.Minute
 	// DefaultDialTimeout: how long the worker keeps trying to reach
 	// Temporal at start (make up starts server and worker together).
@@ -91,7 +96,10 @@ type Config struct {
 
 	StopTimeout  time.Duration
 	ReapInterval time.Duration
-	DialTimeout  time.Duration
+	// Identity names this worker to Temporal and in step results ("" →
+	// pid@hostname, the Temporal client default).
+	Identity    string
+	DialTimeout time.Duration
 
 	Logger *slog.Logger
 
@@ -162,11 +170,16 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
+	if c.Identity == "" {
+		c.Identity = activities.DefaultIdentity()
+	}
 }
 
 // Run runs the worker until ctx ends, then shuts down gracefully: the
 // Temporal worker stops polling and waits up to StopTimeout for running
-// steps, the HTTP servers drain, the reaper stops.
+// steps; steps still running then are handed back (sandbox destroyed,
+// attempt reported SandboxLost) and Run waits for those reports before the
+// Temporal client closes; the HTTP servers drain, the reaper stops.
 func Run(ctx context.Context, cfg Config) error {
 	cfg.setDefaults()
 	log := cfg.Logger
@@ -205,13 +218,16 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer func() { _ = closeLogs() }()
+	handBack := make(chan struct{})
 	acts := activities.New(activities.Options{
-		Host:    backend.Host,
-		Logs:    logs,
-		Secrets: secretResolver(cfg.SecretPolicy, cfg.VaultDir),
-		Metrics: m,
-		Logger:  log,
-		Labels:  cfg.SandboxLabels,
+		Host:     backend.Host,
+		Identity: cfg.Identity,
+		HandBack: handBack,
+		Logs:     logs,
+		Secrets:  secretResolver(cfg.SecretPolicy, cfg.VaultDir),
+		Metrics:  m,
+		Logger:   log,
+		Labels:   cfg.SandboxLabels,
 
 		WebhookURLs: cfg.WebhookURLs,
 
@@ -224,7 +240,10 @@ func Run(ctx context.Context, cfg Config) error {
 
 	w := sdkworker.New(c, cfg.TaskQueue, sdkworker.Options{
 		MaxConcurrentActivityExecutionSize: cfg.MaxConcurrentSteps,
-		WorkerStopTimeout:                  cfg.StopTimeout,
+		// Longer than our own wait: the SDK cancels running activities
+		// when it expires, which would abort them as "canceled" instead of
+		// handing them back (stop).
+		WorkerStopTimeout: cfg.StopTimeout + handBackTimeout,
 		// The SDK sends at most one heartbeat per throttle interval (by
 		// default 80% of the HeartbeatTimeout, 16 s for steps), and a
 		// cancellation is only delivered in a heartbeat's answer. Capping
@@ -277,10 +296,41 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	<-ctx.Done()
-	log.Info("worker stopping", "stop_timeout", cfg.StopTimeout)
-	w.Stop() // waits for running activities up to WorkerStopTimeout
-	log.Info("worker stopped")
+	stop(w, cfg.StopTimeout, handBack, log)
 	return nil
+}
+
+// stop stops polling and waits up to stopTimeout for running steps. Steps
+// still running then are handed back (handBack closed: each destroys its
+// sandbox and reports SandboxLost), and stop waits, bounded, until they
+// have reported: the Temporal worker's Stop returns only once every
+// activity has finished and sent its result.
+func stop(w sdkworker.Worker, stopTimeout time.Duration, handBack chan<- struct{}, log *slog.Logger) {
+	log.Info("worker stopping", "stop_timeout", stopTimeout)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		w.Stop()
+	}()
+	wait := time.NewTimer(stopTimeout)
+	defer wait.Stop()
+	select {
+	case <-stopped:
+		log.Info("worker stopped")
+		return
+	case <-wait.C:
+	}
+	log.Warn("steps still running after the stop timeout: handing them back", "stop_timeout", stopTimeout)
+	close(handBack)
+	bound := time.NewTimer(handBackTimeout)
+	defer bound.Stop()
+	select {
+	case <-stopped:
+		log.Info("worker stopped; running steps were handed back")
+	case <-bound.C:
+		log.Error("handed-back steps did not report in time; Temporal retries them after their heartbeat timeout",
+			"timeout", handBackTimeout)
+	}
 }
 
 // dial connects to Temporal, retrying until DialTimeout: the server may
@@ -289,6 +339,7 @@ func dial(ctx context.Context, cfg Config, m *metrics.Metrics) (client.Client, e
 	opts := client.Options{
 		HostPort:       cfg.Address,
 		Namespace:      cfg.Namespace,
+		Identity:       cfg.Identity,
 		Logger:         tlog.NewStructuredLogger(cfg.Logger.With("component", "temporal")),
 		MetricsHandler: m.TemporalHandler(),
 	}

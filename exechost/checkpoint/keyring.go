@@ -3,7 +3,9 @@ package checkpoint
 import (
 	"bufio"
 	"bytes"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -72,6 +74,47 @@ func (k *Keyring) key(id string) ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// ErrBadSignature: Verify found the MAC wrong, the key unknown or the domain
+// empty.
+var ErrBadSignature = errors.New("bad signature")
+
+// Sign MACs msg with the signing key under domain, a string that names
+// what is signed ("agentflow attempt result v1"): the same key signs
+// checkpoint manifests and other records, and the domain keeps a MAC of
+// one kind from passing as another. It returns the signing key's ID and
+// the hex MAC.
+func (k *Keyring) Sign(domain string, msg []byte) (keyID, mac string) {
+	id := k.SigningKeyID()
+	secret, _ := k.key(id)
+	return id, domainMAC(secret, domain, msg)
+}
+
+// Verify checks a MAC made by Sign with any key of the ring. It fails with
+// ErrBadSignature (wrapped, naming why) for an unknown key, a wrong MAC or
+// an empty domain.
+func (k *Keyring) Verify(domain string, msg []byte, keyID, mac string) error {
+	if domain == "" {
+		return fmt.Errorf("%w: empty domain", ErrBadSignature)
+	}
+	secret, ok := k.key(keyID)
+	if !ok {
+		return fmt.Errorf("%w: unknown key %q", ErrBadSignature, keyID)
+	}
+	if !hmac.Equal([]byte(domainMAC(secret, domain, msg)), []byte(mac)) {
+		return fmt.Errorf("%w: mac does not match (key %q)", ErrBadSignature, keyID)
+	}
+	return nil
+}
+
+// domainMAC is HMAC-SHA256(secret, len(domain) || domain || msg), hex. The
+// length prefix makes (domain, msg) pairs unambiguous.
+func domainMAC(secret []byte, domain string, msg []byte) string {
+	h := hmac.New(sha256.New, secret)
+	fmt.Fprintf(h, "%d:%s", len(domain), domain)
+	h.Write(msg)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // LoadKeyring reads a key file: one key per line, "<id> <base64 secret>",

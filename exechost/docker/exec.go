@@ -8,6 +8,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/errdefs"
+
 	"github.com/agentflow/agentflow/exechost"
 	"github.com/agentflow/agentflow/exechost/docker/policy"
 	"github.com/agentflow/agentflow/exechost/docker/runner"
@@ -61,8 +64,12 @@ func (h *Host) Exec(ctx context.Context, id exechost.ExecutionID, req exechost.E
 	}
 	switch {
 	case errors.Is(err, runner.ErrContainerGone):
+		ours := e.terminated.Load() // Terminate removed it under the command
 		h.lost(e)
-		return out, fmt.Errorf("exec %s: %w: %w", id, exechost.ErrTerminated, err)
+		if ours {
+			return out, fmt.Errorf("exec %s: sandbox removed: %w: %w", id, exechost.ErrTerminated, err)
+		}
+		return out, h.goneFromOutside(id, e, "container gone", err)
 	case err != nil:
 		return out, fmt.Errorf("exec %s: %w", id, err)
 	}
@@ -74,7 +81,74 @@ func (h *Host) Exec(ctx context.Context, id exechost.ExecutionID, req exechost.E
 	if res.ExitCode == 137 {
 		out.OOMKilled = h.oomKilled(ctx, e)
 	}
+	if res.ExitCode > 128 && !out.OOMKilled {
+		// A tool killed with its sandbox (docker kill, docker rm -f, a
+		// daemon restart) dies of a signal like a tool that crashed: the
+		// container's state tells them apart. The sandbox is gone, so
+		// this is a lost sandbox, not the tool's failure, and nothing
+		// (a checkpoint) may run in it any more.
+		if how, gone := h.destroyedFromOutside(ctx, e); gone {
+			h.lost(e)
+			return out, h.goneFromOutside(id, e, fmt.Sprintf("exit %d; container %s", res.ExitCode, how), nil)
+		}
+	}
 	return out, nil
+}
+
+// goneFromOutside is the error of an exec whose sandbox ended without this
+// host ending it: the in-container runtime deadline if it has passed, else
+// someone outside (docker kill, docker rm -f, a daemon restart). Either way
+// ErrTerminated: the sandbox is lost, the tool did not fail.
+func (h *Host) goneFromOutside(id exechost.ExecutionID, e *execution, detail string, cause error) error {
+	what := "sandbox container was killed from outside"
+	if !time.Now().Before(e.deadline) {
+		what = "sandbox reached its runtime deadline"
+	}
+	if cause != nil {
+		return fmt.Errorf("exec %s: %s (%s): %w: %w", id, what, detail, exechost.ErrTerminated, cause)
+	}
+	return fmt.Errorf("exec %s: %s (%s): %w", id, what, detail, exechost.ErrTerminated)
+}
+
+// stopSettle bounds how long a signal death waits for the daemon to record
+// the container's end: the exec's exit is seen moments before the
+// container's state changes. Only tools dying of a signal pay it, once.
+const stopSettle = 2 * time.Second
+
+// destroyedFromOutside reports whether e's container stopped or went away
+// without this host doing it, and how it looks now ("stopped", "removed":
+// a killed sandbox is auto-removed, so a docker kill often looks like a
+// docker rm -f by the time it is inspected). A container the
+// kernel's OOM killer stopped is not: that is the tool's memory. When the
+// daemon cannot say, the exit stands as the tool's.
+func (h *Host) destroyedFromOutside(ctx context.Context, e *execution) (string, bool) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopSettle)
+	waitCh, errCh := h.c.ContainerWait(wctx, e.containerID, container.WaitConditionNotRunning)
+	select {
+	case <-waitCh:
+	case err := <-errCh:
+		if errdefs.IsNotFound(err) {
+			cancel()
+			return "removed", true
+		}
+	}
+	cancel()
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	ins, err := h.c.ContainerInspect(ictx, e.containerID)
+	switch {
+	case errdefs.IsNotFound(err):
+		return "removed", true
+	case err != nil || ins.State == nil:
+		return "", false
+	case ins.State.Status == container.StateRemoving:
+		return "removed", true
+	case ins.State.Running:
+		return "", false
+	case ins.State.OOMKilled:
+		return "", false
+	}
+	return "stopped", true
 }
 
 // oomKilled reports whether the kernel's OOM killer acted in the sandbox

@@ -276,6 +276,23 @@ func (s *suite) cancel(t *testing.T) {
 	require.NotEqual(t, 0, res.ExitCode, "the command did not run")
 }
 
+// killedFromOutside: a sandbox destroyed by someone else while a command
+// runs ends the Exec with ErrTerminated (a lost sandbox), never with the
+// killed command's exit status as a result, and the execution is over.
+func (s *suite) killedFromOutside(t *testing.T) {
+	if s.h.Kill == nil {
+		t.Skip("Harness.Kill not set")
+	}
+	x := s.provision(t, nil)
+	done := s.execAsync(t.Context(), x.ExecutionID, exechost.ExecRequest{Command: Cmd.Gated("log", "gate"), Timeout: 2 * time.Minute})
+	s.waitStarted(t, x.ExecutionID, "log")
+	require.NoError(t, s.h.Kill(t.Context(), x.ExecutionID))
+	o := s.await(t, done, "Exec did not return after its sandbox was killed")
+	require.ErrorIs(t, o.err, exechost.ErrTerminated)
+	s.requireGone(t, x.ExecutionID)
+	s.requireTerminated(t, x.ExecutionID)
+}
+
 func (s *suite) terminateDuringExec(t *testing.T) {
 	x := s.provision(t, nil)
 	done := s.execAsync(t.Context(), x.ExecutionID, exechost.ExecRequest{Command: Cmd.Gated("log", "gate"), Timeout: 2 * time.Minute})

@@ -50,6 +50,10 @@ type Harness struct {
 	// behind the host's back (as a writer to the store could), keeping its
 	// length. Optional: nil skips TamperedCheckpointIsRefused.
 	TamperCheckpoint func(ctx context.Context, id exechost.CheckpointID) error
+	// Kill destroys id's sandbox behind the host's back, as an operator's
+	// docker kill or a daemon restart would. Optional: nil skips
+	// KilledFromOutsideDuringExec.
+	Kill func(ctx context.Context, id exechost.ExecutionID) error
 	// UnknownImage is a pinned reference that does not exist (default
 	// sha256:000…0).
 	UnknownImage string
@@ -117,6 +121,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("CancelDestroysSandbox", s.cancel)
 	t.Run("TerminateDuringExec", s.terminateDuringExec)
 	t.Run("LiveStderr", s.liveStderr)
+	t.Run("KilledFromOutsideDuringExec", s.killedFromOutside)
 	t.Run("GitWorkspace", s.gitWorkspace)
 	t.Run("GitImportHostile", s.gitHostile)
 	t.Run("CheckpointSeedsProvision", s.checkpointSeeds)

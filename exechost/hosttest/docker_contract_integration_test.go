@@ -109,6 +109,16 @@ func dockerHostContract(t *testing.T, c *client.Client, runtime string) {
 			list, err := containers(ctx, id)
 			return len(list) > 0, err
 		},
+		Kill: func(ctx context.Context, id exechost.ExecutionID) error {
+			list, err := containers(ctx, id)
+			if err != nil {
+				return err
+			}
+			if len(list) != 1 {
+				return fmt.Errorf("kill %s: %d sandboxes", id, len(list))
+			}
+			return c.ContainerKill(ctx, list[0].ID, "KILL")
+		},
 		TamperCheckpoint: func(_ context.Context, id exechost.CheckpointID) error {
 			p := filepath.Join(store.Dir(), string(id)+".tar")
 			b, err := os.ReadFile(p)

@@ -412,6 +412,17 @@ func (f *Fake) Stats() Stats {
 	return s
 }
 
+// Kill destroys id's sandbox behind the host's back (as docker kill
+// would): a running Exec ends with ErrTerminated. Unknown IDs are a no-op.
+func (f *Fake) Kill(id exechost.ExecutionID) {
+	f.mu.Lock()
+	e, ok := f.execs[id]
+	f.mu.Unlock()
+	if ok {
+		f.end(e, false)
+	}
+}
+
 // Live reports whether id is a live sandbox.
 func (f *Fake) Live(id exechost.ExecutionID) bool {
 	f.mu.Lock()

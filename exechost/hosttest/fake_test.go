@@ -47,6 +47,10 @@ func fakeHarness(f *hosttest.Fake) hosttest.Harness {
 			return r.Stdout, r.ExitCode, err
 		},
 		Exists: func(_ context.Context, id exechost.ExecutionID) (bool, error) { return f.Live(id), nil },
+		Kill: func(_ context.Context, id exechost.ExecutionID) error {
+			f.Kill(id)
+			return nil
+		},
 		CheckpointContent: func(_ context.Context, id exechost.CheckpointID) ([]byte, error) {
 			files, err := f.CheckpointFiles(id)
 			return hosttest.Encode(files), err

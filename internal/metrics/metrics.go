@@ -32,15 +32,29 @@ const (
 	PhaseTerminate  = "terminate"
 )
 
+// Failure classes of AttemptFailures.
+const (
+	FailureTool           = "tool"           // the tool failed (exit, output, timeout): counts against retries
+	FailureInfrastructure = "infrastructure" // sandbox, worker, store or image: retried on its own budget
+	FailureOther          = "other"          // policy, invalid input, missing image: not retried
+)
+
 // Metrics are the worker's collectors. The zero value is not usable; use New.
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	RunFinished       *prometheus.CounterVec   // spec, status
-	RunDuration       *prometheus.HistogramVec // spec, status
-	StepDuration      *prometheus.HistogramVec // tool, status
-	ToolInvocations   *prometheus.CounterVec   // tool, status
-	StepRetries       *prometheus.CounterVec   // tool
+	RunFinished     *prometheus.CounterVec   // spec, status
+	RunDuration     *prometheus.HistogramVec // spec, status
+	StepDuration    *prometheus.HistogramVec // tool, status
+	ToolInvocations *prometheus.CounterVec   // tool, status
+	StepRetries     *prometheus.CounterVec   // tool
+	// AttemptFailures counts failed attempts by tool, class (FailureTool,
+	// FailureInfrastructure, FailureOther) and failure type, so a broken
+	// tool and a broken machine never look alike on a dashboard.
+	AttemptFailures *prometheus.CounterVec // tool, class, type
+	// AttemptsAdopted counts attempts that adopted the recorded result of
+	// an earlier attempt instead of running the tool again.
+	AttemptsAdopted   *prometheus.CounterVec   // tool
 	SandboxPhase      *prometheus.HistogramVec // phase, result
 	CheckpointBytes   prometheus.Histogram
 	OutputBytes       prometheus.Histogram
@@ -81,6 +95,14 @@ func New() *Metrics {
 			Name: "agentflow_step_retries_total",
 			Help: "Step attempts after the first, by tool.",
 		}, []string{"tool"}),
+		AttemptFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agentflow_step_attempt_failures_total",
+			Help: "Failed step attempts by tool, class (tool, infrastructure, other) and failure type.",
+		}, []string{"tool", "class", "type"}),
+		AttemptsAdopted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agentflow_step_attempts_adopted_total",
+			Help: "Step attempts that adopted the recorded result of an earlier finished attempt instead of running the tool.",
+		}, []string{"tool"}),
 		SandboxPhase: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "agentflow_sandbox_phase_duration_seconds",
 			Help:    "Duration of sandbox phases (provision, restore, exec, checkpoint, terminate).",
@@ -112,6 +134,7 @@ func New() *Metrics {
 	}
 	reg.MustRegister(
 		m.RunFinished, m.RunDuration, m.StepDuration, m.ToolInvocations, m.StepRetries,
+		m.AttemptFailures, m.AttemptsAdopted,
 		m.SandboxPhase, m.CheckpointBytes, m.OutputBytes, m.ActiveSandboxes, m.ReapedSandboxes,
 		m.WebhookDeliveries,
 		collectors.NewGoCollector(),
@@ -166,6 +189,20 @@ func (m *Metrics) ObserveOutput(n int) {
 func (m *Metrics) ObserveCheckpoint(n int64) {
 	if m != nil {
 		m.CheckpointBytes.Observe(float64(n))
+	}
+}
+
+// AttemptFailed counts one failed attempt of class (FailureTool, ...).
+func (m *Metrics) AttemptFailed(tool, class, typ string) {
+	if m != nil {
+		m.AttemptFailures.WithLabelValues(tool, class, typ).Inc()
+	}
+}
+
+// AttemptAdopted counts one attempt that adopted an earlier result.
+func (m *Metrics) AttemptAdopted(tool string) {
+	if m != nil {
+		m.AttemptsAdopted.WithLabelValues(tool).Inc()
 	}
 }
 

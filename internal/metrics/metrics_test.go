@@ -49,6 +49,19 @@ func TestAgentflowMetricsNames(t *testing.T) {
 	m.ObservePhase(PhaseExec, time.Second, nil)
 	m.ActiveSandboxes.Inc()
 	m.ReapedSandboxes.Add(2)
+	m.AttemptFailed("echo:1", FailureTool, "ToolFailed")
+	m.AttemptFailed("echo:1", FailureInfrastructure, "SandboxLost")
+	m.AttemptFailed("echo:1", FailureInfrastructure, "SandboxLost")
+	m.AttemptAdopted("echo:1")
+	require.NoError(t, testutil.GatherAndCompare(m.Registry, strings.NewReader(`
+# HELP agentflow_step_attempt_failures_total Failed step attempts by tool, class (tool, infrastructure, other) and failure type.
+# TYPE agentflow_step_attempt_failures_total counter
+agentflow_step_attempt_failures_total{class="infrastructure",tool="echo:1",type="SandboxLost"} 2
+agentflow_step_attempt_failures_total{class="tool",tool="echo:1",type="ToolFailed"} 1
+# HELP agentflow_step_attempts_adopted_total Step attempts that adopted the recorded result of an earlier finished attempt instead of running the tool.
+# TYPE agentflow_step_attempts_adopted_total counter
+agentflow_step_attempts_adopted_total{tool="echo:1"} 1
+`), "agentflow_step_attempt_failures_total", "agentflow_step_attempts_adopted_total"))
 	require.InDelta(t, 1, testutil.ToFloat64(m.RunFinished.WithLabelValues("news", "SUCCEEDED")), 0)
 	require.InDelta(t, 2, testutil.ToFloat64(m.ReapedSandboxes), 0)
 
@@ -67,4 +80,6 @@ func TestAgentflowMetricsNames(t *testing.T) {
 	}
 	var nilM *Metrics
 	nilM.ObservePhase(PhaseExec, time.Second, nil) // nil-safe for tests without metrics
+	nilM.AttemptFailed("t", FailureTool, "ToolFailed")
+	nilM.AttemptAdopted("t")
 }
