@@ -28,6 +28,10 @@ type CheckpointID string
 //     leaves nothing behind. The host-neutral rules are Validator's (env
 //     names and values, pinned images, floors, workspace syntax): every
 //     host runs it and adds only the rules of its own mechanism.
+//   - An image the host lacks and cannot obtain fails Provision with an
+//     error matching ErrImageNotFound (and ErrNotFound) when no retry can
+//     help (a local image ID, a digest nobody serves), or
+//     ErrImageUnavailable when one may (the registry is unreachable).
 //   - Exec and Checkpoint on the same execution never overlap (a checkpoint
 //     sees a quiescent workspace). Exec calls on different executions are
 //     independent and may run concurrently.

@@ -37,6 +37,8 @@ func TestCheckPinnedImage(t *testing.T) {
 		{ref: "sha256:" + hex},
 		{ref: "busybox@sha256:" + hex},
 		{ref: "localhost:5000/a/b-c.d@sha256:" + hex},
+		{ref: "127.0.0.1:5000/agentflow/testtool@sha256:" + hex}, // loopback test registry
+		{ref: "127.0.0.1:5000/agentflow/testtool:1.0@sha256:" + hex, want: "drop the tag: 127.0.0.1:5000/agentflow/testtool@sha256:"},
 		{ref: "alpine:3.19@sha256:" + hex, want: `drop the tag: alpine@sha256:` + hex},
 		{ref: "localhost:5000/a:v1@sha256:" + hex, want: `the daemon ignores the tag "v1"`},
 		{ref: "alpine:3.19", want: "not digest-pinned", unpinned: true},

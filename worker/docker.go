@@ -46,6 +46,11 @@ func newDockerBackend(ctx context.Context, cfg Config) (*Backend, error) {
 		Git:     gitsource.Config{Roots: cfg.GitRoots},
 		Logger:  cfg.Logger.With("component", "exechost"),
 		Runtime: cfg.Runtime,
+		// Missing images are pulled with the credentials of the worker's
+		// Docker config ($DOCKER_CONFIG or ~/.docker), from these only;
+		// image errors name the worker as step results do.
+		PullRegistries: cfg.PullRegistries,
+		Worker:         cfg.Identity,
 	})
 	if err != nil {
 		dc.Close()

@@ -90,6 +90,9 @@ type Config struct {
 	// GitRoots are the directories git workspaces may come from (--git-root);
 	// none refuses every git import.
 	GitRoots []string
+	// PullRegistries, if not empty, are the only registries a missing
+	// repo@sha256 step image is pulled from (--pull-registry).
+	PullRegistries []string
 	// Preflight: what a failed sandbox preflight does ("" = enforce: the
 	// worker refuses to start; warn; off). Only the Docker backend has one.
 	Preflight PreflightMode

@@ -13,12 +13,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/errdefs"
@@ -40,7 +41,7 @@ type Client interface {
 	ContainerStart(ctx context.Context, containerID string, options container.StartOptions) error
 	ContainerInspect(ctx context.Context, containerID string) (container.InspectResponse, error)
 	ContainerWait(ctx context.Context, containerID string, condition container.WaitCondition) (<-chan container.WaitResponse, <-chan error)
-	ImageInspect(ctx context.Context, imageID string, inspectOpts ...client.ImageInspectOption) (image.InspectResponse, error)
+	imageClient
 }
 
 var _ Client = (*client.Client)(nil)
@@ -65,6 +66,21 @@ type Options struct {
 	// "runc", "runsc" for gVisor, any name the daemon registers); "" is the
 	// daemon's default. New does not check it: call CheckRuntime at start.
 	Runtime string
+	// Worker names this worker in errors about images it lacks (default:
+	// the host name).
+	Worker string
+	// PullTimeout bounds one image pull (default DefaultPullTimeout).
+	PullTimeout time.Duration
+	// DockerConfigDir holds the config.json whose registry credentials
+	// pulls use (default DefaultDockerConfigDir: $DOCKER_CONFIG, else
+	// ~/.docker). A missing file means anonymous pulls.
+	DockerConfigDir string
+	// PullRegistries, if not empty, are the only registries (host[:port] as
+	// image references name them; docker.io for Docker Hub) a missing
+	// image is pulled from: the operator's bound on which hosts a spec
+	// author can make the worker's daemon contact. Empty: any registry
+	// the daemon can reach.
+	PullRegistries []string
 }
 
 // Host implements exechost.ExecutionHost on a Docker daemon.
@@ -78,6 +94,7 @@ type Host struct {
 	git     *gitsource.Importer
 	log     *slog.Logger
 	runtime string
+	images  *images
 
 	mu    sync.Mutex
 	execs map[exechost.ExecutionID]*execution
@@ -136,6 +153,18 @@ func New(opts Options) (*Host, error) {
 	if opts.Git.MaxEntries <= 0 || opts.Git.MaxEntries > opts.MaxWorkspaceEntries {
 		opts.Git.MaxEntries = min(gitsource.DefaultMaxEntries, opts.MaxWorkspaceEntries)
 	}
+	if opts.Worker == "" {
+		opts.Worker, _ = os.Hostname()
+	}
+	if opts.PullTimeout <= 0 {
+		opts.PullTimeout = DefaultPullTimeout
+	}
+	if opts.DockerConfigDir == "" {
+		opts.DockerConfigDir = DefaultDockerConfigDir()
+	}
+	if err := CheckPullRegistries(opts.PullRegistries); err != nil {
+		return nil, fmt.Errorf("docker host: %w", err)
+	}
 	git, err := gitsource.New(opts.Git)
 	if err != nil {
 		return nil, fmt.Errorf("docker host: %w", err)
@@ -150,8 +179,14 @@ func New(opts Options) (*Host, error) {
 		git:     git,
 		log:     opts.Logger,
 		runtime: opts.Runtime,
-		execs:   make(map[exechost.ExecutionID]*execution),
-		gone:    make(map[exechost.ExecutionID]time.Time),
+		images: &images{
+			c: opts.Client, worker: opts.Worker, timeout: opts.PullTimeout, log: opts.Logger,
+			creds:      registryCredentials{dir: opts.DockerConfigDir},
+			registries: slices.Clone(opts.PullRegistries),
+			pulls:      make(map[string]*pull),
+		},
+		execs: make(map[exechost.ExecutionID]*execution),
+		gone:  make(map[exechost.ExecutionID]time.Time),
 	}, nil
 }
 
@@ -244,12 +279,9 @@ func (h *Host) tombstone(id exechost.ExecutionID) {
 
 func (h *Host) provision(ctx context.Context, e *execution, req exechost.ProvisionRequest) (*exechost.Execution, error) {
 	start := time.Now()
-	img, err := h.c.ImageInspect(ctx, req.Image)
-	if errdefs.IsNotFound(err) {
-		return nil, fmt.Errorf("image %s: %w", req.Image, exechost.ErrNotFound)
-	}
+	img, err := h.images.ensure(ctx, req.Image)
 	if err != nil {
-		return nil, fmt.Errorf("inspect image %s: %w", req.Image, err)
+		return nil, err
 	}
 	if img.Config != nil {
 		if err := policy.CheckImageVolumes(img.Config.Volumes); err != nil {

@@ -2,6 +2,7 @@ package hosttest
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -153,11 +154,12 @@ func (s *suite) provisionNotFound(t *testing.T) {
 	tests := []struct {
 		name   string
 		mutate func(*exechost.ProvisionRequest)
+		image  bool // the image is what is missing
 	}{
-		{"unknown image", func(r *exechost.ProvisionRequest) { r.Image = s.h.UnknownImage }},
+		{"unknown image", func(r *exechost.ProvisionRequest) { r.Image = s.h.UnknownImage }, true},
 		{"unknown checkpoint", func(r *exechost.ProvisionRequest) {
 			r.Workspace.Checkpoints = []exechost.CheckpointID{"ckpt-never-stored"}
-		}},
+		}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -165,6 +167,9 @@ func (s *suite) provisionNotFound(t *testing.T) {
 			tt.mutate(&req)
 			_, err := s.h.Host.Provision(t.Context(), req)
 			require.ErrorIs(t, err, exechost.ErrNotFound)
+			// A missing image is never retried; a missing checkpoint is
+			// not an image problem.
+			require.Equal(t, tt.image, errors.Is(err, exechost.ErrImageNotFound), "ErrImageNotFound: %v", err)
 			require.False(t, s.exists(t, req.ExecutionID))
 			_, err = s.h.Host.Exec(t.Context(), req.ExecutionID, exechost.ExecRequest{Command: Cmd.Exit(0, "")})
 			require.ErrorIs(t, err, exechost.ErrNotFound)

@@ -146,7 +146,9 @@ func (f *Fake) Provision(ctx context.Context, req exechost.ProvisionRequest) (*e
 		return x, err
 	}
 	if f.images != nil && !f.images[req.Image] {
-		return nil, fmt.Errorf("provision %s: image %s: %w", req.ExecutionID, req.Image, exechost.ErrNotFound)
+		// As every host: an image that cannot be had is ErrImageNotFound,
+		// which is also a "not found" of the contract.
+		return nil, fmt.Errorf("provision %s: image %s: %w: %w", req.ExecutionID, req.Image, exechost.ErrImageNotFound, exechost.ErrNotFound)
 	}
 	files := map[string]File{}
 	switch ws := req.Workspace; {

@@ -109,25 +109,8 @@ func Key(agentID, runID, stepID string, attempt int32) string {
 	return StepPrefix(agentID, runID, stepID) + strconv.Itoa(int(attempt)) + ".json"
 }
 
-// Segment escapes s into one object-key segment: [A-Za-z0-9_-] and inner
-// dots pass, every other byte (and a leading dot) becomes %XX, "" becomes
-// "%". Injective, and always within objstore.CheckKey. It is the same
-// mapping logstore uses for its path components.
-func Segment(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' && i > 0 {
-			b.WriteByte(c)
-		} else {
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
-	}
-	if b.Len() == 0 {
-		return "%"
-	}
-	return b.String()
-}
+// Segment escapes one key segment (objstore.EscapeSegment, the one rule).
+func Segment(s string) string { return objstore.EscapeSegment(s) }
 
 // Put signs rec and stores it under its key, only if no record is there
 // yet (objstore.ErrExists otherwise: an attempt number is written once).

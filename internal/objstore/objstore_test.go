@@ -47,3 +47,13 @@ func TestSubAndMem(t *testing.T) {
 	require.ErrorAs(t, err, &ue)
 	require.Equal(t, "object store mem unavailable: stat root/cp/x.tar: connection refused", err.Error())
 }
+
+func TestEscapeSegment(t *testing.T) {
+	for _, s := range []string{"", "a", "agent/1", "..", ".hidden", "a.b", "x%41", "=", "ü日本", "a b\x00", strings.Repeat("/", 10)} {
+		e := EscapeSegment(s)
+		require.NoError(t, CheckKey(e), "%q → %q", s, e)
+		require.NotContains(t, e, "/")
+		require.Equal(t, s, UnescapeSegment(e), "%q → %q", s, e)
+	}
+	require.NotEqual(t, EscapeSegment("%41"), EscapeSegment("A"))
+}

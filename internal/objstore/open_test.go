@@ -57,3 +57,34 @@ func TestOpenBadSpecs(t *testing.T) {
 	})
 	require.ErrorContains(t, err, "s3 endpoint")
 }
+
+func TestOpenS3Environment(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want objstore.S3Config
+	}{
+		{
+			name: "AWS defaults",
+			env:  map[string]string{"AWS_ACCESS_KEY_ID": "AK", "AWS_SECRET_ACCESS_KEY": "SK", "AWS_SESSION_TOKEN": "ST"},
+			want: objstore.S3Config{Bucket: "bkt", Prefix: "a/b", Region: "us-east-1", AccessKey: "AK", SecretKey: "SK", SessionToken: "ST"},
+		},
+		{
+			name: "service endpoint and region win",
+			env: map[string]string{"AWS_ENDPOINT_URL_S3": "http://s3:9000", "AWS_ENDPOINT_URL": "http://other",
+				"AWS_REGION": "eu-west-1", "AWS_DEFAULT_REGION": "us-west-2"},
+			want: objstore.S3Config{Bucket: "bkt", Prefix: "a/b", Endpoint: "http://s3:9000", Region: "eu-west-1"},
+		},
+		{
+			name: "general endpoint, default region",
+			env:  map[string]string{"AWS_ENDPOINT_URL": "https://minio.example", "AWS_DEFAULT_REGION": "us-west-2"},
+			want: objstore.S3Config{Bucket: "bkt", Prefix: "a/b", Endpoint: "https://minio.example", Region: "us-west-2"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := objstore.ParseS3("s3://bkt/a/b/", func(k string) string { return tc.env[k] })
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}

@@ -49,6 +49,11 @@ type S3Config struct {
 	SecretKey    string
 	SessionToken string
 	PartSize     uint64 // multipart part size; default 16 MiB (bounds the memory of one upload)
+	// HeaderTimeout bounds the wait for a response's headers, ReadStall a
+	// Read of an object's body that gets no byte (defaults 30 s each; tests
+	// shorten them).
+	HeaderTimeout time.Duration
+	ReadStall     time.Duration
 }
 
 // S3 is a Store in an S3 bucket (AWS S3, MinIO, any S3-compatible server).
@@ -56,10 +61,12 @@ type S3Config struct {
 // never visible; IfAbsent is a conditional PUT (If-None-Match: *).
 type S3 struct {
 	c        *minio.Client
+	core     *minio.Core // the same client's low-level calls
 	bucket   string
 	prefix   string // "" or "p/q/"
 	endpoint string // for messages: host[:port]
 	partSize uint64
+	stall    time.Duration
 }
 
 var _ Store = (*S3)(nil)
@@ -94,7 +101,7 @@ func NewS3(cfg S3Config) (*S3, error) {
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: s3DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
 		TLSHandshakeTimeout:   s3TLSTimeout,
-		ResponseHeaderTimeout: s3HeaderTimeout,
+		ResponseHeaderTimeout: orDefault(cfg.HeaderTimeout, s3HeaderTimeout),
 		ExpectContinueTimeout: time.Second,
 		IdleConnTimeout:       90 * time.Second,
 		MaxIdleConnsPerHost:   16,
@@ -114,7 +121,15 @@ func NewS3(cfg S3Config) (*S3, error) {
 	if part == 0 {
 		part = s3DefaultPartSize
 	}
-	return &S3{c: c, bucket: cfg.Bucket, prefix: prefix, endpoint: host, partSize: part}, nil
+	return &S3{c: c, core: &minio.Core{Client: c}, bucket: cfg.Bucket, prefix: prefix, endpoint: host, partSize: part,
+		stall: orDefault(cfg.ReadStall, s3ReadStall)}, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
 }
 
 // String implements Store.
@@ -161,6 +176,10 @@ func (s *S3) err(ctx context.Context, op, key string, err error) error {
 		return s.unavailable(op, key, "access denied", err)
 	case minio.NoSuchBucket:
 		return s.unavailable(op, key, "no such bucket", err)
+	case "ConditionalRequestConflict":
+		// AWS: a concurrent conditional write to the key is in flight; the
+		// caller's retry sees ErrExists, or wins if that writer failed.
+		return s.unavailable(op, key, "conflicting concurrent write", err)
 	case "SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout", "XMinioServerNotInitialized":
 		return s.unavailable(op, key, fmt.Sprintf("server answered %d %s", resp.StatusCode, resp.Code), err)
 	}
@@ -259,20 +278,17 @@ func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(ctx)
-	obj, err := s.c.GetObject(rctx, s.bucket, s.prefix+key, minio.GetObjectOptions{})
-	if err == nil {
-		_, err = obj.Stat()
-	}
+	// One GET (Core's, not Client.GetObject's lazy reader, which would
+	// first send a HEAD): its status says whether the key exists, its body
+	// is the object.
+	body, _, _, err := s.core.GetObject(rctx, s.bucket, s.prefix+key, minio.GetObjectOptions{})
 	if err != nil {
 		cancel()
-		if obj != nil {
-			obj.Close()
-		}
 		return nil, s.err(ctx, "get", key, err)
 	}
-	stall := time.AfterFunc(s3ReadStall, cancel)
+	stall := time.AfterFunc(s.stall, cancel)
 	stall.Stop() // armed only while a Read waits on the server
-	return &s3Reader{s: s, ctx: ctx, key: key, obj: obj, cancel: cancel, stall: stall}, nil
+	return &s3Reader{s: s, ctx: ctx, key: key, body: body, cancel: cancel, stall: stall}, nil
 }
 
 // s3Reader maps mid-stream failures and cancels a read that stalls.
@@ -280,14 +296,14 @@ type s3Reader struct {
 	s      *S3
 	ctx    context.Context // the caller's
 	key    string
-	obj    *minio.Object
+	body   io.ReadCloser
 	cancel context.CancelFunc
 	stall  *time.Timer
 }
 
 func (r *s3Reader) Read(p []byte) (int, error) {
-	r.stall.Reset(s3ReadStall)
-	n, err := r.obj.Read(p)
+	r.stall.Reset(r.s.stall)
+	n, err := r.body.Read(p)
 	stalled := !r.stall.Stop() // the timer fired and canceled the request
 	if err == nil || err == io.EOF {
 		return n, err
@@ -304,7 +320,7 @@ func (r *s3Reader) Read(p []byte) (int, error) {
 func (r *s3Reader) Close() error {
 	r.stall.Stop()
 	r.cancel()
-	return r.obj.Close()
+	return r.body.Close()
 }
 
 // Stat implements Store.

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,10 +18,23 @@ type RegistryServer struct {
 	t testing.TB
 }
 
+// RegistryOptions configure RegistryWith.
+type RegistryOptions struct {
+	// WithAuth requires RegistryUser/RegistryPassword (htpasswd basic
+	// auth) for every request.
+	WithAuth bool
+}
+
 // Registry starts a registry for t (binary from AGENTFLOW_REGISTRY or the
 // scripts/test-servers.sh cache; missing → skip, or fail under
 // AGENTFLOW_REQUIRE_DOCKER=1).
 func Registry(t testing.TB) *RegistryServer {
+	t.Helper()
+	return RegistryWith(t, RegistryOptions{})
+}
+
+// RegistryWith is Registry with options.
+func RegistryWith(t testing.TB, opts RegistryOptions) *RegistryServer {
 	t.Helper()
 	bin := serverBinary(t, "AGENTFLOW_REGISTRY", "registry", RegistryVersion)
 	dir := t.TempDir()
@@ -30,7 +44,17 @@ func Registry(t testing.TB) *RegistryServer {
 	// are what the brief of the test servers names, and what an operator
 	// would set).
 	cfg := filepath.Join(dir, "config.yml")
-	if err := os.WriteFile(cfg, []byte("version: 0.1\nlog:\n  level: warn\nstorage:\n  delete:\n    enabled: true\n  filesystem:\n    rootdirectory: "+r.DataDir+"\nhttp:\n  addr: "+addr+"\n"), 0o600); err != nil {
+	text := "version: 0.1\nlog:\n  level: warn\nstorage:\n  delete:\n    enabled: true\n  filesystem:\n    rootdirectory: " + r.DataDir + "\nhttp:\n  addr: " + addr + "\n"
+	ready := http.StatusOK
+	if opts.WithAuth {
+		htpasswd := filepath.Join(dir, "htpasswd")
+		if err := os.WriteFile(htpasswd, []byte(registryHtpasswd), 0o600); err != nil {
+			t.Fatalf("registry htpasswd: %v", err)
+		}
+		text += "auth:\n  htpasswd:\n    realm: agentflow-test\n    path: " + htpasswd + "\n"
+		ready = http.StatusUnauthorized // /v2/ answers 401 to an anonymous probe
+	}
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
 		t.Fatalf("registry config: %v", err)
 	}
 	r.p = &process{
@@ -42,8 +66,9 @@ func Registry(t testing.TB) *RegistryServer {
 			"REGISTRY_STORAGE_FILESYSTEM_ROOTDIRECTORY=" + r.DataDir,
 			"OTEL_TRACES_EXPORTER=none", // v3 exports traces by default; nothing listens here
 		},
-		logPath:  filepath.Join(dir, "registry.log"),
-		readyURL: "http://" + addr + "/v2/",
+		logPath:     filepath.Join(dir, "registry.log"),
+		readyURL:    "http://" + addr + "/v2/",
+		readyStatus: ready,
 	}
 	r.p.start(t)
 	t.Cleanup(r.Stop)

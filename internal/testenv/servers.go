@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -55,13 +56,17 @@ type process struct {
 	env      []string
 	logPath  string
 	readyURL string
+	// readyStatus is the status readyURL answers when the server is
+	// ready (0 = 200).
+	readyStatus int
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
 }
 
-// start runs the binary and waits until readyURL answers 200.
+// start runs the binary and waits until readyURL answers readyStatus
+// (200 by default).
 func (p *process) start(t testing.TB) {
 	t.Helper()
 	p.mu.Lock()
@@ -95,7 +100,7 @@ func (p *process) start(t testing.TB) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.readyURL, nil)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if want := cmp.Or(p.readyStatus, http.StatusOK); resp.StatusCode == want {
 				return
 			}
 		}

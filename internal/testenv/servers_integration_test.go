@@ -40,3 +40,21 @@ func TestRegistry(t *testing.T) {
 	_, err = http.Get("http://" + r.Addr + "/v2/")
 	require.Error(t, err)
 }
+
+func TestRegistryWithAuth(t *testing.T) {
+	r := testenv.RegistryWith(t, testenv.RegistryOptions{WithAuth: true})
+	get := func(user, password string) int {
+		req, err := http.NewRequest(http.MethodGet, "http://"+r.Addr+"/v2/", nil)
+		require.NoError(t, err)
+		if user != "" {
+			req.SetBasicAuth(user, password)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusUnauthorized, get("", ""))
+	require.Equal(t, http.StatusUnauthorized, get(testenv.RegistryUser, "wrong"))
+	require.Equal(t, http.StatusOK, get(testenv.RegistryUser, testenv.RegistryPassword))
+}

@@ -147,6 +147,8 @@ func TestSpecAndPolicyAgreeOnImages(t *testing.T) {
 		{"agentflow/tool-echo@sha256:" + hex, false},
 		{"echo@sha256:" + hex, false},
 		{"registry.local:5000/team/echo@sha256:" + hex, false},
+		{"127.0.0.1:5000/agentflow/testtool@sha256:" + hex, false}, // the loopback registry of the pull tests
+		{"127.0.0.1:5000/agentflow/testtool:1.0@sha256:" + hex, true},
 		{"ghcr.io/org/sub/tool@sha256:" + hex, false},
 		{"alpine:3.19@sha256:" + hex, true}, // tag plus digest
 		{"registry.local:5000/team/echo:1.0@sha256:" + hex, true},

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentflow/agentflow/activities"
+	"github.com/agentflow/agentflow/exechost/docker"
 	"github.com/agentflow/agentflow/exechost/gitsource"
 	"github.com/agentflow/agentflow/internal/secrets"
 	"github.com/agentflow/agentflow/worker"
@@ -41,6 +42,8 @@ type workerFlags struct {
 	SecretVaultPrefixes []string
 	// Runtime: OCI runtime of every sandbox.
 	Runtime string
+	// PullRegistries bound where missing step images are pulled from.
+	PullRegistries []string
 }
 
 func (f *workerFlags) register(cmd *cobra.Command) {
@@ -68,6 +71,8 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.SecretFileRoots, "secret-file-root", nil, "file:// secrets may read regular files under this directory, symlinks staying inside it (repeatable; never /proc, /sys, /dev)")
 	fl.StringArrayVar(&f.SecretVaultPrefixes, "secret-vault-prefix", nil, "vault:// secrets may read paths under this prefix, by whole segments (repeatable)")
 	fl.StringVar(&f.Runtime, "runtime", "", `OCI runtime of every sandbox: runc, runsc (gVisor, a user-space kernel) or any runtime the Docker daemon registers ("" = the daemon's default); the worker refuses to start when it is not registered`)
+	fl.StringArrayVar(&f.PullRegistries, "pull-registry", nil,
+		"registry (host[:port] as image references name it; docker.io for Docker Hub) a missing repo@sha256 step image may be pulled from (repeatable); none: any registry the Docker daemon reaches. Credentials come from the worker's Docker config ($DOCKER_CONFIG or ~/.docker)")
 	fl.StringVar(&f.LogLevel, "log-level", "info", "debug|info|warn|error")
 	fl.StringVar(&f.LogFormat, "log-format", "text", "text|json")
 }
@@ -86,6 +91,9 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 	}
 	if _, err := gitsource.New(gitsource.Config{Roots: f.GitRoots}); err != nil {
 		return worker.Config{}, usageErr("--git-root: %v", err)
+	}
+	if err := docker.CheckPullRegistries(f.PullRegistries); err != nil {
+		return worker.Config{}, usageErr("--pull-registry: %v", err)
 	}
 	preflight, err := worker.ParsePreflightMode(f.Preflight)
 	if err != nil {
@@ -123,6 +131,7 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		Preflight:                   preflight,
 		SecretPolicy:                policy,
 		Runtime:                     f.Runtime,
+		PullRegistries:              f.PullRegistries,
 	}, nil
 }
 

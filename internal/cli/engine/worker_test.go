@@ -25,6 +25,8 @@ func TestWorkerAndDevUsageErrors(t *testing.T) {
 		{name: "dev bad gpu policy", args: []string{"dev", "--gpu-policy", "maybe"}, want: "--gpu-policy"},
 		{name: "worker relative git root", args: []string{"worker", "--git-root", "repos"}, want: "--git-root"},
 		{name: "worker missing git root", args: []string{"worker", "--git-root", "/nonexistent/agentflow-git-root"}, want: "--git-root"},
+		{name: "worker pull registry with scheme", args: []string{"worker", "--pull-registry", "https://ghcr.io"}, want: "--pull-registry"},
+		{name: "dev pull registry with path", args: []string{"dev", "--pull-registry", "ghcr.io/org"}, want: "--pull-registry"},
 		{name: "dev relative git root", args: []string{"dev", "--git-root", "./repos"}, want: "--git-root"},
 		{name: "dev bad address", args: []string{"--address", "no-port", "dev"}, want: "invalid --address"},
 		{name: "dev bad port", args: []string{"--address", "127.0.0.1:http", "dev"}, want: "invalid port"},
@@ -47,4 +49,5 @@ func TestWorkerHelpListsFlags(t *testing.T) {
 		require.Contains(t, out.String(), f)
 	}
 	require.Contains(t, out.String(), "--git-root")
+	require.Contains(t, out.String(), "--pull-registry")
 }
