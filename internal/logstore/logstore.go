@@ -217,44 +217,11 @@ func TailLines(data []byte, n int) []byte {
 	return data[i:]
 }
 
-// escape makes s one safe key segment: [A-Za-z0-9_-] and inner dots pass,
-// everything else (including '/', '%', and a leading dot) becomes %XX. The
-// mapping is injective, so distinct IDs never share a prefix, and its
-// output always passes objstore.CheckKey.
-func escape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		safe := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' && i > 0
-		if safe {
-			b.WriteByte(c)
-		} else {
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
-	}
-	if b.Len() == 0 {
-		return "%"
-	}
-	return b.String()
-}
-
-func unescape(s string) string {
-	if s == "%" {
-		return ""
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' && i+2 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 2
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+// escape and unescape are the one key-segment rule (objstore): the
+// output always passes objstore.CheckKey and distinct IDs never share a
+// prefix.
+func escape(s string) string   { return objstore.EscapeSegment(s) }
+func unescape(s string) string { return objstore.UnescapeSegment(s) }
 
 // Prefix is where logs live in a worker's root object store (next to
 // "checkpoints" and "results"; see the store layout in docs).
