@@ -14,13 +14,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentflow/agentflow/internal/failure"
 	"github.com/agentflow/agentflow/workflows"
 )
 
 // TestEngineWorkerKill9 kills a worker (a real `agentctl worker` process)
-// in the middle of a step: the attempt is lost, Temporal notices through the
-// missing heartbeats, a second worker reaps the orphaned sandbox at start
-// and runs the retry, and the run ends SUCCEEDED with nothing left behind.
+// in the middle of a step of a spec WITHOUT retries: the attempt is lost,
+// Temporal notices through the missing heartbeats, the workflow retries it
+// as an infrastructure failure (its own budget, not `retries`), a second
+// worker reaps the orphaned sandbox at start and runs the retry, and the
+// run ends SUCCEEDED with nothing left behind.
 func TestEngineWorkerKill9(t *testing.T) {
 	e := startEngine(t)
 	root := repoRoot(t)
@@ -59,7 +62,6 @@ func TestEngineWorkerKill9(t *testing.T) {
 	a := startWorker("worker-a")
 	id := fmt.Sprintf("e2e-kill9-%d", time.Now().UnixNano()%1_000_000_000)
 	s := e.step("slow", "testtool", map[string]any{"mode": "sleep", "seconds": 10})
-	s.Retries = 2
 	run := e.startOn(t, queue, id, plan("e2e-kill9", s), nil)
 
 	// Kill A while the tool runs (not mid-provision): the sandbox is
@@ -91,6 +93,13 @@ func TestEngineWorkerKill9(t *testing.T) {
 	r := stepRecord(t, e.status(t, id), "slow")
 	require.Equal(t, workflows.StepSuccess, r.Status)
 	require.GreaterOrEqual(t, r.Attempts, int32(2), "the killed attempt must count")
+	require.Len(t, r.AttemptHistory, int(r.Attempts))
+	lost, last := r.AttemptHistory[0], r.AttemptHistory[len(r.AttemptHistory)-1]
+	require.Equal(t, workflows.ClassInfrastructure, lost.Class, "attempt 1: %+v", lost)
+	require.Equal(t, failure.WorkerLost, lost.Type, "attempt 1: %+v", lost)
+	require.Contains(t, lost.Error, "Heartbeat")
+	require.Equal(t, workflows.AttemptSuccess, last.Status)
+	require.NotEmpty(t, last.Worker, "the attempt that finished names its worker")
 	e.requireNoContainers(t, id)
 
 	// Graceful stop of B: SIGTERM, exit 0.

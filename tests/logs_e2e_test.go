@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +20,10 @@ import (
 
 	"github.com/agentflow/agentflow/exechost/docker/policy"
 	"github.com/agentflow/agentflow/exechost/docker/runner"
+	"github.com/agentflow/agentflow/internal/logstore"
+	"github.com/agentflow/agentflow/internal/objstore"
+	"github.com/agentflow/agentflow/internal/testenv"
+	"github.com/agentflow/agentflow/worker"
 	"github.com/agentflow/agentflow/workflows"
 )
 
@@ -30,6 +35,37 @@ import (
 // the follower printed line 1: the order is forced, not timed.
 func TestLogsFollowShowsARunningStep(t *testing.T) {
 	e := startEngine(t)
+	followRunningStep(t, e, []string{"--log-dir", e.logDir}, nil)
+}
+
+// TestLogsFollowFromS3: the same with the worker on a shared MinIO store
+// (--store): the follower reads the bucket only, as on a third machine.
+func TestLogsFollowFromS3(t *testing.T) {
+	srv := testenv.MinIO(t)
+	for _, kv := range srv.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v) // the in-process worker reads the AWS variables
+	}
+	keyFile := filepath.Join(t.TempDir(), "shared.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte("k1 "+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))+"\n"), 0o600))
+	url := srv.StoreURL("e2e-logs")
+	e := startEngineWith(t, func(c *worker.Config) { c.Store, c.CheckpointKeyFile = url, keyFile })
+	followRunningStep(t, e, []string{"--store", url}, srv.Env())
+
+	// The log is in the bucket, not in the worker's local log directory.
+	root, err := objstore.Open(t.Context(), url, srv.Getenv)
+	require.NoError(t, err)
+	infos, err := root.List(t.Context(), logstore.Prefix+"/")
+	require.NoError(t, err)
+	require.NotEmpty(t, infos)
+	_, err = os.Stat(e.logDir)
+	require.True(t, os.IsNotExist(err), "nothing in the local log directory: %v", err)
+}
+
+// followRunningStep runs a trickle step and an `agentctl logs -f` process
+// with storeArgs (and extra environment), and checks the follower shows
+// line 1 while the tool cannot have finished.
+func followRunningStep(t *testing.T, e *engineEnv, storeArgs, env []string) {
 	root := repoRoot(t)
 	bin := filepath.Join(e.tmp, "agentctl")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/agentctl")
@@ -44,9 +80,9 @@ func TestLogsFollowShowsARunningStep(t *testing.T) {
 	// The follower: its own process, reading the store the worker writes.
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
-	follow := exec.CommandContext(ctx, bin, "--address", e.address, "logs", id, "--step", "live", "-f",
-		"--log-dir", e.logDir, "--poll-interval", "200ms")
-	follow.Env = append(os.Environ(), "AGENTFLOW_STORE=") // only the flags choose the store
+	args := append([]string{"--address", e.address, "logs", id, "--step", "live", "-f", "--poll-interval", "200ms"}, storeArgs...)
+	follow := exec.CommandContext(ctx, bin, args...)
+	follow.Env = append(append(os.Environ(), "AGENTFLOW_STORE="), env...) // only the flags choose the store
 	stdout, err := follow.StdoutPipe()
 	require.NoError(t, err)
 	var stderr bytes.Buffer

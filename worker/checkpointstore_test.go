@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentflow/agentflow/exechost"
 	"github.com/agentflow/agentflow/exechost/checkpoint"
+	"github.com/agentflow/agentflow/internal/objstore"
 )
 
 func testManifest() checkpoint.Manifest {
@@ -25,7 +26,10 @@ func testManifest() checkpoint.Manifest {
 func TestCheckpointStoreGeneratesKeyOutsideTheStore(t *testing.T) {
 	base := t.TempDir()
 	cfg := Config{CheckpointDir: filepath.Join(base, "checkpoints"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	s, err := checkpointStore(cfg)
+	objects, err := objstore.NewDir(cfg.CheckpointDir)
+	require.NoError(t, err)
+	defer objects.Close()
+	s, err := checkpointStore(cfg, objects)
 	require.NoError(t, err)
 	key := filepath.Join(base, "checkpoint-keys", checkpoint.LocalKeyFile)
 	fi, err := os.Stat(key)
@@ -36,7 +40,7 @@ func TestCheckpointStoreGeneratesKeyOutsideTheStore(t *testing.T) {
 	require.NotEmpty(t, m.MAC)
 
 	// A restart reuses the key; a worker with another key refuses.
-	s2, err := checkpointStore(cfg)
+	s2, err := checkpointStore(cfg, objects)
 	require.NoError(t, err)
 	_, err = s2.Stat(t.Context(), m.ID)
 	require.NoError(t, err)
@@ -44,12 +48,12 @@ func TestCheckpointStoreGeneratesKeyOutsideTheStore(t *testing.T) {
 	keyFile := filepath.Join(base, "shared.key")
 	require.NoError(t, os.WriteFile(keyFile, []byte("shared "+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 32))+"\n"), 0o600))
 	cfg.CheckpointKeyFile = keyFile
-	s3, err := checkpointStore(cfg)
+	s3, err := checkpointStore(cfg, objects)
 	require.NoError(t, err)
 	_, err = s3.Stat(t.Context(), m.ID)
 	require.ErrorIs(t, err, exechost.ErrCorruptCheckpoint)
 
 	require.NoError(t, os.Chmod(keyFile, 0o644))
-	_, err = checkpointStore(cfg)
+	_, err = checkpointStore(cfg, objects)
 	require.ErrorContains(t, err, "0600")
 }

@@ -13,13 +13,15 @@ import (
 	"github.com/agentflow/agentflow/exechost/checkpoint"
 	"github.com/agentflow/agentflow/exechost/docker"
 	"github.com/agentflow/agentflow/exechost/gitsource"
+	"github.com/agentflow/agentflow/internal/objstore"
 )
 
 // newDockerBackend connects to the local Docker daemon (DOCKER_HOST
-// honoured) and builds the reference host over a local checkpoint store.
+// honoured) and builds the reference host over the worker's checkpoint
+// store.
 // The daemon is pinged once here so a worker without Docker fails at start
 // with a clear error instead of failing every step.
-func newDockerBackend(ctx context.Context, cfg Config) (*Backend, error) {
+func newDockerBackend(ctx context.Context, cfg Config, stores *Stores) (*Backend, error) {
 	dc, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
 	if err != nil {
 		return nil, fmt.Errorf("docker client: %w", err)
@@ -28,7 +30,7 @@ func newDockerBackend(ctx context.Context, cfg Config) (*Backend, error) {
 		dc.Close()
 		return nil, fmt.Errorf("docker daemon not reachable (DOCKER_HOST=%q): %w", dc.DaemonHost(), err)
 	}
-	store, err := checkpointStore(cfg)
+	store, err := checkpointStore(cfg, stores.Checkpoints)
 	if err != nil {
 		dc.Close()
 		return nil, err
@@ -92,12 +94,11 @@ func CheckpointKeyDir(checkpointDir string) string {
 	return filepath.Join(filepath.Dir(filepath.Clean(checkpointDir)), "checkpoint-keys")
 }
 
-// checkpointStore is the local store behind signed manifests.
-func checkpointStore(cfg Config) (*checkpoint.Sealed, error) {
-	local, err := checkpoint.NewLocal(cfg.CheckpointDir)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint store %s: %w", cfg.CheckpointDir, err)
-	}
+// checkpointStore is the checkpoint store over objects (the local
+// checkpoint directory, or the checkpoints prefix of the shared store)
+// behind signed manifests.
+func checkpointStore(cfg Config, objects objstore.Store) (*checkpoint.Sealed, error) {
+	var err error
 	var keys *checkpoint.Keyring
 	if cfg.CheckpointKeyFile != "" {
 		if keys, err = checkpoint.LoadKeyring(cfg.CheckpointKeyFile); err != nil {
@@ -117,7 +118,7 @@ func checkpointStore(cfg Config) (*checkpoint.Sealed, error) {
 	if cfg.InsecureUnsignedCheckpoints {
 		cfg.Logger.Warn("unsigned (schema 1) checkpoints are accepted: anyone who can write the store can forge them")
 	}
-	return checkpoint.NewSealed(local, keys, checkpoint.SealedOptions{AllowUnsigned: cfg.InsecureUnsignedCheckpoints})
+	return checkpoint.NewSealed(checkpoint.NewObject(objects), keys, checkpoint.SealedOptions{AllowUnsigned: cfg.InsecureUnsignedCheckpoints})
 }
 
 // hasGPURuntime asks the daemon once, at start, whether it can give

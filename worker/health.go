@@ -30,6 +30,13 @@ type TemporalChecker interface {
 // HealthHandler answers 200 {"status":"ok"} only when Temporal (CheckHealth)
 // and the sandbox daemon (ping) both answer; otherwise 503 naming which
 // failed. Both are checked on every request, concurrently.
+//
+// The object store (--store) is not checked, on purpose: every worker
+// shares it, so a store blip would fail every worker's health at once and
+// an orchestrator would restart (a balancer drain) all of them for an
+// outage none can fix, killing steps that were not touching the store. The
+// attempts that do touch it fail as StoreUnavailable and are retried as
+// infrastructure failures; the attempt failure metrics show the outage.
 func HealthHandler(temporal TemporalChecker, ping func(context.Context) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)

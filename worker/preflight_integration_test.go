@@ -5,7 +5,6 @@ package worker
 import (
 	"bytes"
 	"log/slog"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,13 +21,13 @@ func TestDockerBackendStartsWithEnforcedPreflight(t *testing.T) {
 	for _, rt := range testenv.Runtimes() {
 		t.Run(rt, func(t *testing.T) {
 			var logs bytes.Buffer
-			cfg := Config{
-				Runtime:       rt,
-				Preflight:     PreflightEnforce,
-				CheckpointDir: filepath.Join(t.TempDir(), "checkpoints"),
-				Logger:        slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-			}
-			b, err := newDockerBackend(t.Context(), cfg)
+			cfg := quietConfig(t.TempDir())
+			cfg.Runtime, cfg.Preflight = rt, PreflightEnforce
+			cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			stores, err := openStores(t.Context(), cfg)
+			require.NoError(t, err)
+			t.Cleanup(stores.Close)
+			b, err := newDockerBackend(t.Context(), cfg, stores)
 			require.NoError(t, err, "worker must start under %s with the preflight enforced:\n%s", rt, logs.String())
 			t.Cleanup(func() { _ = b.Close() })
 			out := logs.String()

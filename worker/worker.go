@@ -1,8 +1,9 @@
 // Package worker runs the agentflow worker (`agentctl worker`): a Temporal
 // worker for AgentWorkflow, the step activities and the tool registry, with
-// a Docker execution host, a local checkpoint store and log store, bounded
-// concurrent steps, /healthz, Prometheus /metrics, periodic reaping of
-// orphaned sandboxes and graceful shutdown.
+// a Docker execution host, its state stores (local directories, or one
+// shared object store: see Stores), bounded concurrent steps, /healthz,
+// Prometheus /metrics, periodic reaping of orphaned sandboxes and graceful
+// shutdown.
 package worker
 
 import (
@@ -65,7 +66,13 @@ type Config struct {
 
 	WebhookURLs        []string
 	MaxConcurrentSteps int
-	CheckpointDir      string
+	// Store is the shared object store of checkpoints, logs and attempt
+	// results (--store, e.g. s3://bucket/prefix; objstore.Open): every
+	// worker given the same one can continue every other's steps. "" keeps
+	// them in CheckpointDir, LogDir and ResultDir on this machine. A shared
+	// store requires CheckpointKeyFile.
+	Store         string
+	CheckpointDir string
 	// CheckpointKeyFile holds the keys that sign and verify checkpoint
 	// manifests (checkpoint.LoadKeyring). "" → a key generated on first
 	// start in CheckpointKeyDir(CheckpointDir): right for a worker whose
@@ -74,7 +81,9 @@ type Config struct {
 	// InsecureUnsignedCheckpoints also reads legacy schema-1 manifests.
 	InsecureUnsignedCheckpoints bool
 	LogDir                      string
-	VaultDir                    string // dev Vault for vault:// secrets; "" disables vault://
+	// ResultDir keeps attempt results without Store ("" → ResultDirFor(CheckpointDir)).
+	ResultDir string
+	VaultDir  string // dev Vault for vault:// secrets; "" disables vault://
 	// SecretPolicy: the secret sources this worker may resolve (worker
 	// --secret-env-allow, --secret-file-root, --secret-vault-prefix). The
 	// zero value allows none; Run refuses to start on an invalid one.
@@ -161,6 +170,9 @@ func (c *Config) setDefaults() {
 	if c.LogDir == "" {
 		c.LogDir = DefaultLogDir
 	}
+	if c.ResultDir == "" {
+		c.ResultDir = ResultDirFor(c.CheckpointDir)
+	}
 	if c.StopTimeout <= 0 {
 		c.StopTimeout = DefaultStopTimeout
 	}
@@ -199,6 +211,15 @@ func Run(ctx context.Context, cfg Config) error {
 	log.Info("secret sources this worker resolves (nothing else)", "policy", cfg.SecretPolicy.Summary())
 	m := metrics.New()
 
+	// The stores first: a wrong --store or a missing shared key is a
+	// configuration error worth failing on before anything connects.
+	stores, err := openStores(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer stores.Close()
+	log.Info("state stores", "stores", stores.logValue())
+
 	c, err := dial(ctx, cfg, m)
 	if err != nil {
 		return err
@@ -207,7 +228,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	backend := cfg.Backend
 	if backend == nil {
-		backend, err = newDockerBackend(ctx, cfg)
+		backend, err = newDockerBackend(ctx, cfg, stores)
 		if err != nil {
 			return err
 		}
@@ -216,11 +237,9 @@ func Run(ctx context.Context, cfg Config) error {
 		defer backend.Close()
 	}
 
-	logs, closeLogs, err := logstore.NewDir(cfg.LogDir, logstore.Options{Logger: log})
-	if err != nil {
-		return err
-	}
-	defer func() { _ = closeLogs() }()
+	// Step logs go to stores.Logs (a prefix of the shared store, or the
+	// local log directory), streamed while tools run.
+	logs := logstore.New(stores.Logs, logstore.Options{Logger: log})
 	handBack := make(chan struct{})
 	acts := activities.New(activities.Options{
 		Host:     backend.Host,

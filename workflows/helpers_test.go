@@ -84,17 +84,38 @@ func (h *harness) onStep(id string, fn stepFn) *testsuite.MockCallWrapper {
 	})
 }
 
+// onAttempt mocks RunStep for one attempt of one step.
+func (h *harness) onAttempt(id string, attempt int32, fn stepFn) *testsuite.MockCallWrapper {
+	return h.env.OnActivity(acts.RunStep, mock.Anything,
+		mock.MatchedBy(func(r activities.StepRequest) bool { return r.StepID == id && r.Attempt == attempt }),
+	).Return(func(ctx context.Context, req activities.StepRequest) (*activities.StepResult, error) {
+		h.mu.Lock()
+		h.requests[req.StepID] = append(h.requests[req.StepID], req)
+		h.mu.Unlock()
+		return fn(ctx, req)
+	})
+}
+
 func (h *harness) reqs(id string) []activities.StepRequest {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.requests[id]
 }
 
+// attemptOf is the attempt number RunStep uses: the workflow's, or
+// Temporal's on runs from before changeInfraRetries.
+func attemptOf(ctx context.Context, req activities.StepRequest) int32 {
+	if req.Attempt > 0 {
+		return req.Attempt
+	}
+	return activity.GetInfo(ctx).Attempt
+}
+
 // succeed returns output and a checkpoint named after the step.
 func succeed(output map[string]any) stepFn {
 	return func(ctx context.Context, req activities.StepRequest) (*activities.StepResult, error) {
 		return &activities.StepResult{
-			Output: output, CheckpointID: "cp-" + req.StepID, Attempt: activity.GetInfo(ctx).Attempt,
+			Output: output, CheckpointID: "cp-" + req.StepID, Attempt: attemptOf(ctx, req),
 		}, nil
 	}
 }
@@ -102,11 +123,17 @@ func succeed(output map[string]any) stepFn {
 // fail returns an ApplicationError of the given type with failure details.
 func fail(errType, msg string) stepFn {
 	return func(ctx context.Context, req activities.StepRequest) (*activities.StepResult, error) {
-		attempt := activity.GetInfo(ctx).Attempt
 		return nil, temporal.NewApplicationError(msg, errType, activities.StepFailureDetails{
-			Attempt: attempt, CheckpointID: "cp-failed-" + req.StepID, ExitCode: 1, StderrTail: "boom",
+			Attempt: attemptOf(ctx, req), CheckpointID: "cp-failed-" + req.StepID, ExitCode: 1, StderrTail: "boom",
 		})
 	}
+}
+
+// legacyRetries puts the run on the branch before changeInfraRetries (one
+// activity execution per step, Temporal's RetryPolicy).
+func (h *harness) legacyRetries() {
+	h.env.OnGetVersion(changeInfraRetries, workflow.DefaultVersion, changeInfraRetriesVersion).
+		Return(workflow.DefaultVersion)
 }
 
 // outcome is what a finished run looks like from the outside.
@@ -167,5 +194,3 @@ func (o outcome) errType() string {
 	}
 	return ""
 }
-
-func activityInfo(ctx context.Context) activity.Info { return activity.GetInfo(ctx) }

@@ -51,3 +51,20 @@ func TestReplayDetectsNonDeterminism(t *testing.T) {
 	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError})))
 	require.Error(t, r.ReplayWorkflowHistoryFromJSONFile(logger, f))
 }
+
+// TestReplayPinsInfraRetries: the infra-retries history pins the attempt
+// loop of changeInfraRetries. A workflow that no longer retries b's tool
+// failure (retries 0) emits different commands for it and must not replay.
+func TestReplayPinsInfraRetries(t *testing.T) {
+	f := filepath.Join("testdata", "histories", "infra-retries.json")
+	_, err := os.Stat(f)
+	require.NoError(t, err)
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, in Input) (*Result, error) {
+		in.Plan.Steps[1].Retries = 0
+		return AgentWorkflow(ctx, in)
+	}, workflow.RegisterOptions{Name: WorkflowName})
+	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError})))
+	err = r.ReplayWorkflowHistoryFromJSONFile(logger, f)
+	require.ErrorContains(t, err, "nondeterministic")
+}

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -183,7 +184,9 @@ func (s *runState) doc() *Status {
 		}
 	}
 	for _, id := range s.history {
-		d.StepHistory = append(d.StepHistory, s.byID[id].rec)
+		rec := s.byID[id].rec
+		rec.AttemptHistory = slices.Clone(rec.AttemptHistory)
+		d.StepHistory = append(d.StepHistory, rec)
 	}
 	d.Progress = fmt.Sprintf("%d/%d", done, len(s.steps))
 	return d

@@ -21,7 +21,9 @@ import (
 // the same function RunStep derives the tool deadline and sandbox runtime
 // from), exponential-backoff retries up to `retries`, policy and input
 // errors never retried, and cancellation that waits for the sandbox to be
-// torn down. checkPlan has refused a tool step without a timeout.
+// torn down. checkPlan has refused a tool step without a timeout. The
+// RetryPolicy serves runs before changeInfraRetries; current runs replace
+// it (attemptActivityOptions) and retry in the workflow.
 func stepActivityOptions(ps *spec.PlanStep) workflow.ActivityOptions {
 	b := activities.BudgetFor(ps.Timeout)
 	retries := max(ps.Retries, 0)
@@ -190,7 +192,8 @@ type attemptOutcome struct {
 }
 
 // classifyStepError maps the error of a RunStep future to the step's
-// terminal state. The attempt count comes from StepFailureDetails when the
+// terminal state, for runs before changeInfraRetries (current runs classify
+// each attempt with classifyAttempt). The attempt count comes from StepFailureDetails when the
 // activity attached them; otherwise an exhausted retry policy means every
 // attempt ran.
 func classifyStepError(err error, ps *spec.PlanStep) attemptOutcome {

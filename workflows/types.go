@@ -87,6 +87,52 @@ type StepRecord struct {
 	Comment    string `json:"comment,omitempty"`
 	// Carried is set when the step was taken from a previous run.
 	Carried bool `json:"carried,omitempty"`
+	// AttemptHistory is every attempt of a tool step, in order (runs on
+	// the infrastructure-retry version; empty for older runs). It holds at
+	// most retries+maxInfraFailures records.
+	AttemptHistory []AttemptRecord `json:"attempt_history,omitempty"`
+}
+
+// Attempt outcomes (AttemptRecord.Status).
+const (
+	AttemptRunning  = "running"
+	AttemptSuccess  = "success"
+	AttemptFailed   = "failed"
+	AttemptCanceled = "canceled"
+)
+
+// Failure classes of an attempt (AttemptRecord.Class): which budget the
+// failure counted against.
+const (
+	// ClassTool: the tool failed (ToolFailed, ToolTimeout, OutputLimit);
+	// counts against the step's `retries`.
+	ClassTool = "tool"
+	// ClassInfrastructure: the sandbox, the worker, the store or the image
+	// source failed; counts against the infrastructure budget.
+	ClassInfrastructure = "infrastructure"
+	// ClassPermanent: a retry cannot fix it (PolicyViolation, InvalidInput,
+	// ImageNotFound, any non-retryable error); the step fails at once.
+	ClassPermanent = "permanent"
+)
+
+// AttemptRecord is one attempt of a tool step in the inspect document.
+type AttemptRecord struct {
+	Attempt int32  `json:"attempt"`
+	Status  string `json:"status"`
+	// Class, Type and Error describe a failed attempt: the budget it
+	// counted against, its failure type (e.g. SandboxLost, or
+	// WorkerLost when Temporal timed it out) and the first line of its
+	// message (without the type).
+	Class string `json:"class,omitempty"`
+	Type  string `json:"type,omitempty"`
+	Error string `json:"error,omitempty"`
+	// Worker is the identity of the worker that ran the attempt, when known.
+	Worker     string     `json:"worker,omitempty"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	// AdoptedFrom is set when this attempt adopted the recorded result of
+	// an earlier attempt instead of running the tool: that attempt's number.
+	AdoptedFrom int32 `json:"adopted_from,omitempty"`
 }
 
 // Status is the inspect document (SPEC §6), returned by the status query.

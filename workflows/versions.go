@@ -19,9 +19,22 @@ package workflows
 //
 // Change IDs:
 //
-//	changeScheduler  v1  initial DAG scheduler: spec-order readiness passes,
-//	                     one activity per tool step, approval via Await.
+//	changeScheduler     v1  initial DAG scheduler: spec-order readiness passes,
+//	                        one activity per tool step, approval via Await.
+//	changeInfraRetries  v1  the workflow runs every attempt of a tool step
+//	                        itself (one RunStep execution each, numbered by
+//	                        StepRequest.Attempt) and retries tool failures on
+//	                        `retries` and infrastructure failures on their own
+//	                        budget (attempts.go). DefaultVersion: one RunStep
+//	                        execution per step with Temporal's RetryPolicy
+//	                        counting every failure against `retries`.
+//
+// Both are read once, at workflow start, so a run takes one branch for its
+// whole life.
 const (
 	changeScheduler        = "agentflow-scheduler"
 	changeSchedulerVersion = 1
+
+	changeInfraRetries        = "agentflow-infra-retries"
+	changeInfraRetriesVersion = 1
 )

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/agentflow/agentflow/activities"
+	"github.com/agentflow/agentflow/internal/failure"
 	"github.com/agentflow/agentflow/internal/spec"
 )
 
@@ -116,11 +117,21 @@ func TestActivityOptions(t *testing.T) {
 	require.True(t, opts.WaitForCancellation)
 	require.EqualValues(t, 4, opts.RetryPolicy.MaximumAttempts)
 	require.EqualValues(t, 2, opts.RetryPolicy.BackoffCoefficient)
-	require.ElementsMatch(t, []string{activities.ErrTypePolicy, activities.ErrTypeInvalidInput}, opts.RetryPolicy.NonRetryableErrorTypes)
+	require.ElementsMatch(t, failure.NonRetryableTypes(), opts.RetryPolicy.NonRetryableErrorTypes)
+	require.Contains(t, opts.RetryPolicy.NonRetryableErrorTypes, activities.ErrTypePolicy)
 
 	img := spec.PlanStep{ID: "raw", Image: testImage, Timeout: spec.DefaultTimeout}
 	opts = stepActivityOptions(&img)
 	require.Equal(t, "raw · "+testImage, opts.Summary)
 	require.Equal(t, spec.DefaultTimeout+activities.BudgetMargin, opts.StartToCloseTimeout)
 	require.EqualValues(t, 1, opts.RetryPolicy.MaximumAttempts)
+
+	// The current branch: the same budget, one execution per attempt.
+	aopts := attemptActivityOptions(&st, 1)
+	require.Equal(t, "summarize · summarize-tool:1.0", aopts.Summary)
+	require.Equal(t, "summarize · summarize-tool:1.0 · attempt 3", attemptActivityOptions(&st, 3).Summary)
+	require.Equal(t, activities.BudgetFor(st.Timeout).StartToClose, aopts.StartToCloseTimeout)
+	require.Equal(t, activities.BudgetFor(st.Timeout).Heartbeat, aopts.HeartbeatTimeout)
+	require.True(t, aopts.WaitForCancellation)
+	require.EqualValues(t, 1, aopts.RetryPolicy.MaximumAttempts, "the workflow retries, not Temporal")
 }

@@ -42,6 +42,9 @@ type runner struct {
 	done     workflow.Channel
 	running  int
 	canceled bool
+	// infraRetries: this run is on changeInfraRetries v1 (attempts.go);
+	// otherwise one RunStep execution per step under a RetryPolicy.
+	infraRetries bool
 	// saEnabled is set when the starter put our search attributes on the
 	// run, which proves the namespace has them registered; upserting an
 	// unregistered attribute would fail every workflow task of the run.
@@ -72,8 +75,11 @@ func AgentWorkflow(ctx workflow.Context, in Input) (*Result, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("register %s query: %w", StatusQuery, err)
 	}
-	// Only one interpretation exists so far; see versions.go.
+	// Read once, here, so a run keeps one interpretation for its whole
+	// life; see versions.go.
 	_ = workflow.GetVersion(ctx, changeScheduler, changeSchedulerVersion, changeSchedulerVersion)
+	r.infraRetries = workflow.GetVersion(ctx, changeInfraRetries, workflow.DefaultVersion,
+		changeInfraRetriesVersion) >= changeInfraRetriesVersion
 
 	r.initVisibility(ctx, &in.Plan, info)
 	// Counted through the SDK's handler so replays do not count it again;
@@ -254,6 +260,15 @@ func (r *runner) start(ctx workflow.Context, st *stepState, now time.Time) {
 	r.s.start(st, StepRunning, now)
 	r.running++
 	r.logger.Info("step started", "step_id", st.rec.ID, "tool", st.plan.Tool, "image", st.plan.Image)
+	if r.infraRetries {
+		workflow.Go(ctx, func(gctx workflow.Context) {
+			r.runAttempts(gctx, st, *req)
+			r.done.SendAsync(st.rec.ID)
+		})
+		return
+	}
+	// Runs recorded before changeInfraRetries: Temporal retries the one
+	// activity execution.
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		actx := workflow.WithActivityOptions(gctx, stepActivityOptions(st.plan))
 		var res activities.StepResult
@@ -263,6 +278,7 @@ func (r *runner) start(ctx workflow.Context, st *stepState, now time.Time) {
 	})
 }
 
+// completeTool settles a step of a run before changeInfraRetries.
 func (r *runner) completeTool(st *stepState, res *activities.StepResult, err error, now time.Time) {
 	if err == nil {
 		st.rec.Output = res.Output

@@ -185,7 +185,11 @@ func TestUpstreamFailure(t *testing.T) {
 	require.Equal(t, RunFailed, h.finished[0].Status)
 }
 
-func TestRetries(t *testing.T) {
+// TestLegacyRetryPolicy pins the branch before changeInfraRetries, which
+// open runs recorded with it still take: Temporal's RetryPolicy retries the
+// one activity execution, and every retryable failure counts against
+// `retries`. The current branch is tested in attempts_test.go.
+func TestLegacyRetryPolicy(t *testing.T) {
 	tests := []struct {
 		name         string
 		retries      int
@@ -220,6 +224,7 @@ func TestRetries(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
+			h.legacyRetries()
 			p := testPlan(tool("flaky"))
 			p.Steps[0].Retries = tc.retries
 			h.onStep("flaky", tc.fn).Times(tc.wantCalls)
@@ -235,18 +240,25 @@ func TestRetries(t *testing.T) {
 }
 
 func TestRetryThenSuccess(t *testing.T) {
-	h := newHarness(t)
-	p := testPlan(tool("flaky"))
-	p.Steps[0].Retries = 2
-	h.onStep("flaky", func(ctx context.Context, req activities.StepRequest) (*activities.StepResult, error) {
-		if activityAttempt(ctx) < 3 {
-			return fail(activities.ErrTypeTimeout, "deadline")(ctx, req)
-		}
-		return succeed(map[string]any{"ok": true})(ctx, req)
-	}).Times(3)
-	o := h.run(Input{Plan: p})
-	require.NoError(t, o.err)
-	require.EqualValues(t, 3, o.steps()["flaky"].Attempts)
+	for _, legacy := range []bool{false, true} {
+		t.Run(map[bool]string{false: "current", true: "legacy"}[legacy], func(t *testing.T) {
+			h := newHarness(t)
+			if legacy {
+				h.legacyRetries()
+			}
+			p := testPlan(tool("flaky"))
+			p.Steps[0].Retries = 2
+			h.onStep("flaky", func(ctx context.Context, req activities.StepRequest) (*activities.StepResult, error) {
+				if attemptOf(ctx, req) < 3 {
+					return fail(activities.ErrTypeTimeout, "deadline")(ctx, req)
+				}
+				return succeed(map[string]any{"ok": true})(ctx, req)
+			}).Times(3)
+			o := h.run(Input{Plan: p})
+			require.NoError(t, o.err)
+			require.EqualValues(t, 3, o.steps()["flaky"].Attempts)
+		})
+	}
 }
 
 func TestContinueOnError(t *testing.T) {
@@ -394,7 +406,11 @@ func TestResumeRunUsesCarry(t *testing.T) {
 	p := testPlan(tool("fetch"), tool("summarize", "fetch"))
 	p.Steps[1].Inputs = map[string]any{"text": "{{ .steps.fetch.output.body }}"}
 	h.onStep("summarize", succeed(map[string]any{"summary": "s"})).Once()
-	carried := StepRecord{ID: "fetch", Status: StepSuccess, Attempts: 2, CheckpointID: "cp-old", Output: map[string]any{"body": "from before"}}
+	carried := StepRecord{ID: "fetch", Status: StepSuccess, Attempts: 2, CheckpointID: "cp-old", Output: map[string]any{"body": "from before"},
+		AttemptHistory: []AttemptRecord{
+			{Attempt: 1, Status: AttemptFailed, Class: ClassInfrastructure, Type: "WorkerLost", StartedAt: time.Unix(0, 0).UTC()},
+			{Attempt: 2, Status: AttemptSuccess, Worker: "w-b", StartedAt: time.Unix(30, 0).UTC()},
+		}}
 	o := h.run(Input{Plan: p, Carry: map[string]StepRecord{"fetch": carried}, ResumedFrom: "run-1"})
 	require.NoError(t, o.err)
 	require.Empty(t, h.reqs("fetch"), "carried steps are not run")
@@ -404,13 +420,11 @@ func TestResumeRunUsesCarry(t *testing.T) {
 	s := o.steps()
 	require.True(t, s["fetch"].Carried)
 	require.EqualValues(t, 2, s["fetch"].Attempts)
+	require.Equal(t, carried.AttemptHistory, s["fetch"].AttemptHistory, "a carried step keeps the attempts of its run")
 	require.False(t, s["summarize"].Carried)
+	require.Equal(t, []attemptView{{1, AttemptSuccess, "", "", ""}}, views(s["summarize"].AttemptHistory))
 	require.Equal(t, "run-1", o.status.ResumedFrom)
 	require.Equal(t, []string{"fetch", "summarize"}, historyIDs(o.status))
-}
-
-func activityAttempt(ctx context.Context) int32 {
-	return activityInfo(ctx).Attempt
 }
 
 func TestRunFinishedFailureDoesNotChangeOutcome(t *testing.T) {

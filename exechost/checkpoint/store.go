@@ -38,12 +38,15 @@ type Store interface {
 }
 
 // hashingReader counts and hashes what passes through it and stops early
-// when ctx ends.
+// when ctx ends. err keeps the first error of the source other than EOF
+// (or ctx's), so a store that only passed it on can be told apart from a
+// store that failed itself.
 type hashingReader struct {
 	ctx context.Context
 	r   io.Reader
 	h   hash.Hash
 	n   int64
+	err error
 }
 
 func newHashingReader(ctx context.Context, r io.Reader) *hashingReader {
@@ -52,12 +55,22 @@ func newHashingReader(ctx context.Context, r io.Reader) *hashingReader {
 
 func (h *hashingReader) Read(p []byte) (int, error) {
 	if err := h.ctx.Err(); err != nil {
+		h.keep(err)
 		return 0, err
 	}
 	n, err := h.r.Read(p)
 	h.h.Write(p[:n])
 	h.n += int64(n)
+	if err != nil && !errors.Is(err, io.EOF) {
+		h.keep(err)
+	}
 	return n, err
+}
+
+func (h *hashingReader) keep(err error) {
+	if h.err == nil {
+		h.err = err
+	}
 }
 
 func (h *hashingReader) sum() string { return hex.EncodeToString(h.h.Sum(nil)) }

@@ -46,6 +46,11 @@ func (h *Host) Checkpoint(ctx context.Context, id exechost.ExecutionID, req exec
 		h.lost(e)
 	}
 	switch {
+	case put.err != nil && expErr != nil && errors.Is(expErr, put.err):
+		// The store failed first (full, unreachable) and the closed pipe
+		// stopped the export: the store's error is the cause, stated once.
+		// The sandbox is fine; the attempt is an infrastructure failure.
+		return nil, fmt.Errorf("checkpoint %s: %w", id, put.err)
 	case expErr != nil:
 		_ = h.store.Delete(context.WithoutCancel(ctx), ckID)
 		if errors.Is(expErr, runner.ErrContainerGone) {

@@ -34,6 +34,11 @@ const (
 	// local-only image ID it lacks, a digest the registry does not hold).
 	// Never retried.
 	ImageNotFound = "ImageNotFound"
+	// WorkerLost: Temporal timed the attempt out (no heartbeat, or past its
+	// start-to-close budget): the worker running it died or froze. Not an
+	// ApplicationError type an activity returns: AgentWorkflow names
+	// Temporal's TimeoutError with it. Infrastructure: retryable.
+	WorkerLost = "WorkerLost"
 )
 
 // Failure classes of the tool registry (register, remove, probe).
@@ -64,6 +69,7 @@ var retryable = map[string]bool{
 	SandboxLost:         true,
 	StoreUnavailable:    true,
 	ImageUnavailable:    true,
+	WorkerLost:          true,
 	ImageNotFound:       false,
 	PolicyViolation:     false,
 	InvalidInput:        false,
@@ -87,7 +93,7 @@ var stepTypes = []string{ToolFailed, Timeout, OutputLimit, PolicyViolation, Inva
 // tool: the sandbox, the worker, the store or the image source failed.
 // They are retried on their own budget, independently of a step's
 // `retries` (which counts tool failures only).
-var infrastructure = map[string]bool{SandboxLost: true, StoreUnavailable: true, ImageUnavailable: true}
+var infrastructure = map[string]bool{SandboxLost: true, StoreUnavailable: true, ImageUnavailable: true, WorkerLost: true}
 
 // Infrastructure reports whether typ is an infrastructure failure (retried
 // on the infrastructure budget, counted apart from tool failures).

@@ -15,7 +15,7 @@ import (
 func TestRetryable(t *testing.T) {
 	for typ, want := range map[string]bool{
 		ToolFailed: true, Timeout: true, OutputLimit: true, SandboxLost: true,
-		StoreUnavailable: true, ImageUnavailable: true, ImageNotFound: false,
+		StoreUnavailable: true, ImageUnavailable: true, WorkerLost: true, ImageNotFound: false,
 		PolicyViolation: false, InvalidInput: false,
 		ToolConflict: false, ToolNotFound: false, ToolVersionMismatch: false, ToolProbeFailed: false,
 		AgentFailed: false, UnsupportedPlan: false,
@@ -106,5 +106,7 @@ func TestInfrastructure(t *testing.T) {
 			require.True(t, Retryable(typ), "infrastructure class %s must be retryable", typ)
 		}
 	}
+	require.True(t, Infrastructure(WorkerLost), "a lost worker is infrastructure")
+	require.True(t, Retryable(WorkerLost))
 	require.False(t, Infrastructure("SomethingNobodyClassified"))
 }

@@ -84,10 +84,7 @@ func Import(ctx context.Context, r Runner, containerID, user string, limits Limi
 		// every byte was verified: never a usable workspace.
 		return out, fmt.Errorf("import workspace: tar ended before the layers were verified: %w", ErrMalformedArchive)
 	case prodErr != nil && !errors.Is(prodErr, errImportEnded):
-		if runErr != nil {
-			return out, fmt.Errorf("import workspace: %w (tar: %w)", prodErr, runErr)
-		}
-		return out, fmt.Errorf("import workspace: %w", prodErr)
+		return out, streamErr("import workspace", prodErr, runErr)
 	case runErr != nil:
 		return out, fmt.Errorf("import workspace: %w", runErr)
 	case res.ExitCode != 0:
@@ -155,16 +152,24 @@ func Export(ctx context.Context, r Runner, containerID, user string, limits Limi
 	out := Result{Bytes: f.Bytes(), Entries: f.Entries(), Destroyed: res.Destroyed}
 	switch {
 	case filtErr != nil && !errors.Is(filtErr, errExportEnded):
-		if runErr != nil {
-			return out, fmt.Errorf("export workspace: %w (tar: %w)", filtErr, runErr)
-		}
-		return out, fmt.Errorf("export workspace: %w", filtErr)
+		return out, streamErr("export workspace", filtErr, runErr)
 	case runErr != nil:
 		return out, fmt.Errorf("export workspace: %w", runErr)
 	case res.ExitCode != 0:
 		return out, fmt.Errorf("export workspace: tar exited %d: %s", res.ExitCode, strings.TrimSpace(stderr.String()))
 	}
 	return out, nil
+}
+
+// streamErr reports a failed stream (ours: the layers, the filter, the
+// store behind them) together with tar's error, unless tar only failed
+// because of ours (the closed pipe hands it our error, which it wraps):
+// then the cause is said once, not nested in its own echo.
+func streamErr(op string, err, runErr error) error {
+	if runErr == nil || errors.Is(runErr, err) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return fmt.Errorf("%s: %w (tar: %w)", op, err, runErr)
 }
 
 // limitedWriter keeps the first n bytes and silently drops the rest.

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -121,8 +123,57 @@ func printStatusTable(o *inspectOptions, st *workflows.Status) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, r.Status, r.Attempts, dur, r.CheckpointID, note)
 	}
 	tw.Flush()
+	printAttempts(o.Streams.Out, st.StepHistory)
 	if len(st.Outputs) > 0 {
 		fmt.Fprintln(o.Streams.Out, "\noutputs:")
 		_ = writeJSON(o.Streams.Out, st.Outputs)
 	}
+}
+
+// printAttempts adds one line per step whose attempts say more than its
+// row does: more than one attempt, or an infrastructure failure. The full
+// records (errors, times) are in the JSON document's attempt_history.
+func printAttempts(w io.Writer, steps []workflows.StepRecord) {
+	header := false
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range steps {
+		line, ok := attemptsLine(r.AttemptHistory)
+		if !ok {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "\nattempts:")
+			header = true
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", r.ID, line)
+	}
+	tw.Flush()
+}
+
+// attemptsLine is a step's attempts, compactly: "#1 SandboxLost
+// (infrastructure, w-a) · #2 success (w-b, adopted #1)". ok is false when
+// there is nothing worth a line.
+func attemptsLine(hist []workflows.AttemptRecord) (line string, ok bool) {
+	show := len(hist) > 1
+	parts := make([]string, 0, len(hist))
+	for _, a := range hist {
+		what, notes := a.Status, []string(nil)
+		if a.Status == workflows.AttemptFailed {
+			what = a.Type
+			notes = append(notes, a.Class)
+			show = show || a.Class == workflows.ClassInfrastructure
+		}
+		if a.Worker != "" {
+			notes = append(notes, a.Worker)
+		}
+		if a.AdoptedFrom > 0 {
+			notes = append(notes, fmt.Sprintf("adopted #%d", a.AdoptedFrom))
+		}
+		part := fmt.Sprintf("#%d %s", a.Attempt, what)
+		if len(notes) > 0 {
+			part += " (" + strings.Join(notes, ", ") + ")"
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, " · "), show
 }

@@ -24,11 +24,13 @@ type workerFlags struct {
 	MetricsAddr        string
 	WebhookURLs        []string
 	MaxConcurrentSteps int
+	Store              string
 	CheckpointDir      string
 	// CheckpointKeyFile and InsecureUnsignedCheckpoints: checkpoint manifest signing.
 	CheckpointKeyFile           string
 	InsecureUnsignedCheckpoints bool
 	LogDir                      string
+	ResultDir                   string
 	VaultDir                    string
 	LogLevel                    string
 	LogFormat                   string
@@ -53,12 +55,15 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.MetricsAddr, "metrics-addr", worker.DefaultMetricsAddr, `listen address of Prometheus /metrics (may equal --health-addr; "-" disables)`)
 	fl.StringArrayVar(&f.WebhookURLs, "webhook-url", nil, "POST a JSON event here when any run ends (repeatable)")
 	fl.IntVar(&f.MaxConcurrentSteps, "max-concurrent-steps", worker.DefaultMaxConcurrentSteps, "steps (sandboxes) this worker runs at once")
-	fl.StringVar(&f.CheckpointDir, "checkpoint-dir", worker.DefaultCheckpointDir, "local checkpoint store directory")
+	fl.StringVar(&f.Store, "store", os.Getenv("AGENTFLOW_STORE"),
+		`shared object store of checkpoints, logs and attempt results, so any worker can continue any step: s3://BUCKET[/PREFIX] (endpoint and credentials from AWS_ENDPOINT_URL[_S3], AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION) or file:///DIR; needs --checkpoint-key-file (env AGENTFLOW_STORE; default: the local --checkpoint-dir, --log-dir and --result-dir)`)
+	fl.StringVar(&f.CheckpointDir, "checkpoint-dir", worker.DefaultCheckpointDir, "local checkpoint store directory (without --store)")
 	fl.StringVar(&f.CheckpointKeyFile, "checkpoint-key-file", "",
 		`file of checkpoint signing keys, one "<id> <base64 secret>" a line, the first signing (mode 0600; default: a key generated in the worker's data dir, for a worker whose checkpoints no other worker reads)`)
 	fl.BoolVar(&f.InsecureUnsignedCheckpoints, "insecure-unsigned-checkpoints", false,
 		"also restore legacy unsigned (schema 1) checkpoints: anyone who can write the store can forge those")
 	fl.StringVar(&f.LogDir, "log-dir", envOr("AGENTFLOW_LOG_DIR", worker.DefaultLogDir), "local step log directory, read by agentctl logs (env AGENTFLOW_LOG_DIR)")
+	fl.StringVar(&f.ResultDir, "result-dir", "", `local directory of attempt results, without --store (default: "results" next to --checkpoint-dir, .data/results)`)
 	fl.StringVar(&f.VaultDir, "vault-dir", os.Getenv("AGENTFLOW_VAULT_DIR"), "development Vault: vault://a/b/key reads <dir>/a/b/key (env AGENTFLOW_VAULT_DIR)")
 	fl.StringArrayVar(&f.SandboxLabels, "sandbox-label", nil, "KEY=VALUE label added to every sandbox (repeatable)")
 	fl.StringVar(&f.GPUPolicy, "gpu-policy", string(activities.GPUPolicyRequire),
@@ -99,6 +104,9 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 	if err != nil {
 		return worker.Config{}, usageErr("--preflight: %v", err)
 	}
+	if err := worker.CheckSharedStore(f.Store, f.CheckpointKeyFile); err != nil {
+		return worker.Config{}, usageErr("%v", err)
+	}
 	policy := secrets.Policy{EnvAllow: f.SecretEnvAllow, FileRoots: f.SecretFileRoots, VaultPrefixes: f.SecretVaultPrefixes}
 	if err := policy.Check(); err != nil {
 		return worker.Config{}, usageErr("%v", err)
@@ -119,10 +127,12 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		MetricsAddr:                 f.MetricsAddr,
 		WebhookURLs:                 f.WebhookURLs,
 		MaxConcurrentSteps:          f.MaxConcurrentSteps,
+		Store:                       f.Store,
 		CheckpointDir:               f.CheckpointDir,
 		CheckpointKeyFile:           f.CheckpointKeyFile,
 		InsecureUnsignedCheckpoints: f.InsecureUnsignedCheckpoints,
 		LogDir:                      f.LogDir,
+		ResultDir:                   f.ResultDir,
 		VaultDir:                    f.VaultDir,
 		Logger:                      logger,
 		SandboxLabels:               labels,
@@ -172,13 +182,20 @@ never resolved. A refused secret fails its step with PolicyViolation.
 A step that requests GPUs (resources.gpu) on a worker whose Docker daemon has
 no nvidia runtime fails at once with a policy error (--gpu-policy require, the
 default); with --gpu-policy ignore it runs without a GPU, a warning is logged
-and the tool sees AGENTFLOW_GPU_IGNORED=1.`,
+and the tool sees AGENTFLOW_GPU_IGNORED=1.
+
+Checkpoints, logs and attempt results live in local directories by default;
+with --store s3://BUCKET[/PREFIX] they live in one shared bucket, so N
+workers on N machines (one task queue) can each run, retry or resume any
+step. Every worker on a store needs the same --checkpoint-key-file
+(docs/DEPLOY.md).`,
 		Example: `  agentctl worker
   agentctl worker --max-concurrent-steps 8 --metrics-addr :9100 --webhook-url http://127.0.0.1:9999/hook
   TEMPORAL_ADDRESS=temporal.internal:7233 agentctl worker --vault-dir /etc/agentflow/vault --secret-vault-prefix prod/slack
   agentctl worker --secret-env-allow 'SLACK_*' --secret-file-root /run/secrets
   agentctl worker --runtime runsc   # every step under gVisor (scripts/install-runsc.sh registers it)
-  agentctl worker --gpu-policy ignore   # a laptop without GPUs runs GPU steps on the CPU`,
+  agentctl worker --gpu-policy ignore   # a laptop without GPUs runs GPU steps on the CPU
+  AWS_ENDPOINT_URL=http://minio.internal:9000 agentctl worker --store s3://agentflow/prod --checkpoint-key-file /etc/agentflow/checkpoint.keys`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.config(opts, opts.Streams.Err)

@@ -28,6 +28,8 @@ func TestWorkerAndDevUsageErrors(t *testing.T) {
 		{name: "worker pull registry with scheme", args: []string{"worker", "--pull-registry", "https://ghcr.io"}, want: "--pull-registry"},
 		{name: "dev pull registry with path", args: []string{"dev", "--pull-registry", "ghcr.io/org"}, want: "--pull-registry"},
 		{name: "dev relative git root", args: []string{"dev", "--git-root", "./repos"}, want: "--git-root"},
+		{name: "worker shared store without key", args: []string{"worker", "--store", "s3://bucket/prefix"}, want: "--checkpoint-key-file"},
+		{name: "dev shared store without key", args: []string{"dev", "--store", "s3://bucket"}, want: "--checkpoint-key-file"},
 		{name: "dev bad address", args: []string{"--address", "no-port", "dev"}, want: "invalid --address"},
 		{name: "dev bad port", args: []string{"--address", "127.0.0.1:http", "dev"}, want: "invalid port"},
 	}
@@ -45,7 +47,7 @@ func TestWorkerHelpListsFlags(t *testing.T) {
 	var out bytes.Buffer
 	code := Run(context.Background(), "test", []string{"worker", "--help"}, Streams{In: strings.NewReader(""), Out: &out, Err: &out})
 	require.Equal(t, ExitOK, code)
-	for _, f := range []string{"--task-queue", "--health-addr", "--metrics-addr", "--webhook-url", "--max-concurrent-steps", "--checkpoint-dir", "--log-dir", "--vault-dir", "--gpu-policy"} {
+	for _, f := range []string{"--task-queue", "--health-addr", "--metrics-addr", "--webhook-url", "--max-concurrent-steps", "--checkpoint-dir", "--log-dir", "--store", "--result-dir", "--vault-dir", "--gpu-policy"} {
 		require.Contains(t, out.String(), f)
 	}
 	require.Contains(t, out.String(), "--git-root")

@@ -36,15 +36,16 @@ func main() {
 	addr := flag.String("address", "127.0.0.1:7433", "Temporal frontend address")
 	out := flag.String("out", "workflows/testdata/histories", "directory for the history JSON files")
 	only := flag.String("only", "", "record only this scenario")
+	overwrite := flag.Bool("overwrite", false, "replace histories that exist (they pin older workflow versions)")
 	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if err := run(*addr, *out, *only, logger); err != nil {
+	if err := run(*addr, *out, *only, *overwrite, logger); err != nil {
 		fmt.Fprintln(os.Stderr, "record:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, out, only string, logger *slog.Logger) error {
+func run(addr, out, only string, overwrite bool, logger *slog.Logger) error {
 	c, err := client.Dial(client.Options{HostPort: addr, Logger: tlog.NewStructuredLogger(logger)})
 	if err != nil {
 		return fmt.Errorf("dial %s: %w", addr, err)
@@ -67,6 +68,14 @@ func run(addr, out, only string, logger *slog.Logger) error {
 	}
 	for _, sc := range scenarios() {
 		if only != "" && sc.name != only {
+			continue
+		}
+		path := filepath.Join(out, sc.name+".json")
+		// A recorded history pins the workflow version it ran on; today's
+		// code records today's version, so re-recording an old file would
+		// silently drop the pin of an older branch.
+		if _, err := os.Stat(path); err == nil && !overwrite {
+			fmt.Printf("kept     %-22s (exists; it pins the version it was recorded with; -overwrite to replace)\n", sc.name)
 			continue
 		}
 		id := "record-" + sc.name
@@ -104,7 +113,11 @@ func run(addr, out, only string, logger *slog.Logger) error {
 		if st.Status != sc.want {
 			return fmt.Errorf("%s: run ended %s (%v), want %s", sc.name, st.Status, runErr, sc.want)
 		}
-		path := filepath.Join(out, sc.name+".json")
+		if sc.check != nil {
+			if err := sc.check(st); err != nil {
+				return fmt.Errorf("%s: %w", sc.name, err)
+			}
+		}
 		if err := dumpHistory(ctx, c, run, path); err != nil {
 			return fmt.Errorf("%s: %w", sc.name, err)
 		}
@@ -165,11 +178,31 @@ func dumpHistory(ctx context.Context, c client.Client, run client.WorkflowRun, p
 }
 
 // fakeActivities stands in for the real activities: behaviour is chosen by
-// the step's rendered input ("fail": retryable|policy, "block": true).
+// the step's rendered input ("fail": retryable|policy, "block": true, or
+// "script": one outcome per attempt, a failure type or "ok").
 type fakeActivities struct{}
+
+// fakeWorker is the worker identity the fake reports.
+const fakeWorker = "record-worker"
 
 func (fakeActivities) RunStep(ctx context.Context, req activities.StepRequest) (*activities.StepResult, error) {
 	attempt := activity.GetInfo(ctx).Attempt
+	if req.Attempt > 0 { // numbered by the workflow (changeInfraRetries)
+		attempt = req.Attempt
+	}
+	if script, ok := req.Input["script"].([]any); ok {
+		if int(attempt) > len(script) {
+			return nil, temporal.NewNonRetryableApplicationError("unscripted attempt", "Unscripted", nil)
+		}
+		if typ, _ := script[attempt-1].(string); typ != "ok" {
+			return nil, failure.New(typ, fmt.Sprintf("scripted %s on attempt %d", typ, attempt),
+				activities.StepFailureDetails{Attempt: attempt, ExitCode: -1, Worker: fakeWorker})
+		}
+		return &activities.StepResult{
+			Output: map[string]any{"step": req.StepID, "attempt": attempt}, CheckpointID: "cp-" + req.StepID,
+			Attempt: attempt, Worker: fakeWorker,
+		}, nil
+	}
 	switch req.Input["fail"] {
 	case "retryable":
 		return nil, failure.New(activities.ErrTypeToolFailed, "tool exited 1",
@@ -203,6 +236,19 @@ type scenario struct {
 	asClient bool // set search attributes and memo at start, as agentctl does
 	drive    func(context.Context, client.Client, client.WorkflowRun) error
 	want     string
+	check    func(*wf.Status) error // more than the run status, when the scenario needs it
+}
+
+// wantAttempts checks each step's attempt count.
+func wantAttempts(want map[string]int32) func(*wf.Status) error {
+	return func(st *wf.Status) error {
+		for _, r := range st.StepHistory {
+			if n, ok := want[r.ID]; ok && r.Attempts != n {
+				return fmt.Errorf("step %s made %d attempts, want %d", r.ID, r.Attempts, n)
+			}
+		}
+		return nil
+	}
 }
 
 func step(id string, deps ...string) spec.PlanStep {
@@ -253,7 +299,18 @@ func scenarios() []scenario {
 	resume := plan("resume", step("fetch"), step("summarize", "fetch"))
 	resume.Steps[1].Inputs = map[string]any{"from": "{{ .steps.fetch.output.step }}"}
 
+	// changeInfraRetries v1: a is lost once (infrastructure; no retries
+	// needed), b fails as a tool once (its one retry) and loses the store
+	// once, then succeeds; c reads both.
+	infraRetries := plan("infra-retries", step("a"), step("b"), step("c", "a", "b"))
+	infraRetries.Steps[0].Inputs = map[string]any{"script": []any{failure.SandboxLost, "ok"}}
+	infraRetries.Steps[1].Inputs = map[string]any{"script": []any{failure.ToolFailed, failure.StoreUnavailable, "ok"}}
+	infraRetries.Steps[1].Retries = 1
+	infraRetries.Steps[2].Inputs = map[string]any{"a": "{{ .steps.a.output.attempt }}", "b": "{{ .steps.b.output.attempt }}"}
+
 	return []scenario{
+		{name: "infra-retries", in: wf.Input{Plan: infraRetries}, asClient: true, want: wf.RunSucceeded,
+			check: wantAttempts(map[string]int32{"a": 2, "b": 3, "c": 1})},
 		{name: "linear", in: wf.Input{Plan: linear, Inputs: map[string]any{"email_id": "m-1"}}, asClient: true, want: wf.RunSucceeded},
 		{name: "diamond", in: wf.Input{Plan: diamond}, asClient: true, want: wf.RunFailed},
 		{name: "approval", in: wf.Input{Plan: approval}, asClient: true, want: wf.RunSucceeded,
