@@ -56,9 +56,12 @@ fuzz: ## run the fuzz targets for FUZZTIME each (default 2m)
 	$(GO) test -run '^$$' -fuzz FuzzParseEval -fuzztime $${FUZZTIME:-2m} ./internal/expr
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime $${FUZZTIME:-2m} ./internal/spec
 
+# STORE=minio: make up also starts MinIO and the worker uses it (--store).
+STORE ?=
+
 .PHONY: up
-up: build temporal images ## start the Temporal dev server + one worker in the background
-	./scripts/dev.sh up
+up: build temporal images ## start the Temporal dev server + one worker in the background (STORE=minio: + MinIO as the store)
+	STORE=$(STORE) ./scripts/dev.sh up
 
 .PHONY: down
 down: ## stop what make up started

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Start/stop the local stack in the background: the Temporal dev server and
 # one agentflow worker. Idempotent; PID files and logs live under .data/.
-#   scripts/dev.sh up|down|status|wait
+#   scripts/dev.sh up|down|status|minio   (minio: start only MinIO)
+# STORE=minio also starts MinIO (S3) on 127.0.0.1:9000 with its data under
+# .data/minio, and the worker keeps checkpoints, logs and results there
+# (--store s3://agentflow) instead of in local directories.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +14,18 @@ PORT=${TEMPORAL_PORT:-7233}
 UI_PORT=${TEMPORAL_UI_PORT:-8233}
 TEMPORAL=${TEMPORAL_BIN:-./bin/temporal}
 AGENTCTL=${AGENTCTL_BIN:-./bin/agentctl}
+STORE=${STORE:-}
+HEALTH_ADDR=${AGENTFLOW_HEALTH_ADDR:-127.0.0.1:8080}
+METRICS_ADDR=${AGENTFLOW_METRICS_ADDR:-127.0.0.1:9090}
+MINIO_ADDR=${MINIO_ADDR:-127.0.0.1:9000}
+MINIO_CONSOLE=${MINIO_CONSOLE_ADDR:-127.0.0.1:9001}
+BUCKET=${AGENTFLOW_BUCKET:-agentflow}
 export TEMPORAL_ADDRESS="$ADDR_IP:$PORT"
+
+case "$STORE" in
+  "" | local | minio) ;;
+  *) echo "STORE=$STORE: want minio (or unset for local directories)" >&2; exit 2 ;;
+esac
 
 mkdir -p "$DATA"
 
@@ -35,7 +49,81 @@ wait_http() { # url seconds
   return 1
 }
 
+# secret N: N random bytes, hex.
+secret() { od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'; }
+
+# minio_up starts MinIO once (root credentials generated on first start and
+# kept in $DATA/minio.env, 0600), creates the bucket, and writes
+# $DATA/store.env: what a worker or `agentctl logs` needs to use the bucket
+# (source it in a shell). A shared store needs one checkpoint signing key
+# for every worker: $DATA/checkpoint.keys, generated once.
+minio_up() {
+  local bin
+  bin=${AGENTFLOW_MINIO:-}
+  if [ -z "$bin" ]; then
+    if [ ! -x scripts/test-servers.sh ]; then
+      echo "minio: scripts/test-servers.sh is missing; set AGENTFLOW_MINIO to a minio binary" >&2
+      exit 1
+    fi
+    bin=$(scripts/test-servers.sh minio | tail -1)
+  fi
+  if [ ! -f "$DATA/minio.env" ]; then
+    (umask 077 && printf 'MINIO_ROOT_USER=agentflow-%s\nMINIO_ROOT_PASSWORD=%s\n' "$(secret 4)" "$(secret 20)" >"$DATA/minio.env")
+  fi
+  # shellcheck disable=SC1091
+  . "$DATA/minio.env"
+  if alive "$DATA/minio.pid"; then
+    echo "minio: already running (pid $(cat "$DATA/minio.pid"))"
+  else
+    echo "minio: starting on $MINIO_ADDR (console $MINIO_CONSOLE), data $DATA/minio, log $DATA/minio.log"
+    mkdir -p "$DATA/minio"
+    MINIO_ROOT_USER=$MINIO_ROOT_USER MINIO_ROOT_PASSWORD=$MINIO_ROOT_PASSWORD MINIO_BROWSER=off \
+      setsid "$bin" server "$DATA/minio" --address "$MINIO_ADDR" --console-address "$MINIO_CONSOLE" \
+      >"$DATA/minio.log" 2>&1 </dev/null &
+    echo $! >"$DATA/minio.pid"
+  fi
+  if ! wait_http "http://$MINIO_ADDR/minio/health/ready" 60; then
+    echo "minio: not ready; see $DATA/minio.log" >&2
+    tail -20 "$DATA/minio.log" >&2 || true
+    exit 1
+  fi
+  # Create the bucket (S3 PUT Bucket, SigV4-signed by curl); 409 = it
+  # exists. A just-started MinIO answers 503 until it has initialised.
+  local code i
+  for ((i = 0; i < 60; i++)); do
+    code=$(curl -sS -o "$DATA/minio-bucket.out" -w '%{http_code}' -X PUT \
+      --aws-sigv4 "aws:amz:us-east-1:s3" --user "$MINIO_ROOT_USER:$MINIO_ROOT_PASSWORD" \
+      "http://$MINIO_ADDR/$BUCKET") || code=000
+    [ "$code" = 503 ] || [ "$code" = 000 ] || break
+    sleep 0.5
+  done
+  case "$code" in
+    200 | 409) ;;
+    *) echo "minio: create bucket $BUCKET: HTTP $code" >&2; cat "$DATA/minio-bucket.out" >&2; exit 1 ;;
+  esac
+  if [ ! -f "$DATA/checkpoint.keys" ]; then
+    (umask 077 && printf 'dev-%s %s\n' "$(secret 4)" "$(head -c 32 /dev/urandom | base64 -w0)" >"$DATA/checkpoint.keys")
+  fi
+  (umask 077 && cat >"$DATA/store.env" <<EOF_ENV
+export AGENTFLOW_STORE=s3://$BUCKET
+export AWS_ENDPOINT_URL=http://$MINIO_ADDR
+export AWS_ACCESS_KEY_ID=$MINIO_ROOT_USER
+export AWS_SECRET_ACCESS_KEY=$MINIO_ROOT_PASSWORD
+export AWS_REGION=us-east-1
+EOF_ENV
+  )
+  rm -f "$DATA/minio-bucket.out"
+  echo "minio: bucket $BUCKET ready; for agentctl logs: . $DATA/store.env"
+}
+
 up() {
+  local store_args=()
+  if [ "$STORE" = minio ]; then
+    minio_up
+    # shellcheck disable=SC1091
+    . "$DATA/store.env"
+    store_args=(--store "s3://$BUCKET" --checkpoint-key-file "$DATA/checkpoint.keys")
+  fi
   if alive "$DATA/temporal.pid"; then
     echo "temporal: already running (pid $(cat "$DATA/temporal.pid"))"
   else
@@ -70,19 +158,28 @@ up() {
     setsid "$AGENTCTL" worker --address "$TEMPORAL_ADDRESS" \
       ${AGENTFLOW_GIT_ROOT:+--git-root "$AGENTFLOW_GIT_ROOT"} \
       --checkpoint-dir "$DATA/checkpoints" --log-dir "$DATA/logs" \
+      ${store_args[@]+"${store_args[@]}"} \
       --vault-dir "$DATA/vault" --gpu-policy "${AGENTFLOW_GPU_POLICY:-ignore}" \
       --secret-vault-prefix prod/slack \
       ${AGENTFLOW_RUNTIME:+--runtime "$AGENTFLOW_RUNTIME"} \
-      --health-addr 127.0.0.1:8080 --metrics-addr 127.0.0.1:9090 \
+      --health-addr "$HEALTH_ADDR" --metrics-addr "$METRICS_ADDR" \
       >"$DATA/worker.log" 2>&1 </dev/null &
     echo $! >"$DATA/worker.pid"
+    echo "${STORE:-local}" >"$DATA/worker.store"
   fi
-  if ! wait_http http://127.0.0.1:8080/healthz 60; then
+  # A worker keeps the store it started with.
+  if [ "$(cat "$DATA/worker.store" 2>/dev/null || echo local)" != "${STORE:-local}" ]; then
+    echo "worker: running with store $(cat "$DATA/worker.store" 2>/dev/null || echo local), not ${STORE:-local}: make down first" >&2
+  fi
+  if ! wait_http "http://$HEALTH_ADDR/healthz" 60; then
     echo "worker: not healthy; see $DATA/worker.log" >&2
     tail -20 "$DATA/worker.log" >&2 || true
     exit 1
   fi
-  echo "up: Temporal $TEMPORAL_ADDRESS, Web UI http://localhost:$UI_PORT, worker healthy (metrics http://127.0.0.1:9090/metrics)"
+  echo "up: Temporal $TEMPORAL_ADDRESS, Web UI http://localhost:$UI_PORT, worker healthy (metrics http://$METRICS_ADDR/metrics)"
+  if [ "$STORE" = minio ]; then
+    echo "up: checkpoints, logs and results in s3://$BUCKET on MinIO http://$MINIO_ADDR (agentctl logs: . $DATA/store.env first)"
+  fi
 }
 
 stop() { # name
@@ -103,10 +200,12 @@ stop() { # name
 down() {
   stop worker
   stop temporal
+  if [ -f "$DATA/minio.pid" ]; then stop minio; fi
+  rm -f "$DATA/worker.store"
 }
 
 status() {
-  for n in temporal worker; do
+  for n in temporal worker minio; do
     if alive "$DATA/$n.pid"; then echo "$n: running (pid $(cat "$DATA/$n.pid"))"; else echo "$n: stopped"; fi
   done
 }
@@ -115,5 +214,6 @@ case "${1:-}" in
   up) up ;;
   down) down ;;
   status) status ;;
-  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+  minio) minio_up ;;
+  *) echo "usage: $0 up|down|status|minio" >&2; exit 2 ;;
 esac

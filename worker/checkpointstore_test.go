@@ -29,7 +29,14 @@ func TestCheckpointStoreGeneratesKeyOutsideTheStore(t *testing.T) {
 	objects, err := objstore.NewDir(cfg.CheckpointDir)
 	require.NoError(t, err)
 	defer objects.Close()
-	s, err := checkpointStore(cfg, objects)
+	open := func(cfg Config) (*checkpoint.Sealed, error) {
+		keys, err := checkpointKeys(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return checkpointStore(cfg, objects, keys)
+	}
+	s, err := open(cfg)
 	require.NoError(t, err)
 	key := filepath.Join(base, "checkpoint-keys", checkpoint.LocalKeyFile)
 	fi, err := os.Stat(key)
@@ -40,7 +47,7 @@ func TestCheckpointStoreGeneratesKeyOutsideTheStore(t *testing.T) {
 	require.NotEmpty(t, m.MAC)
 
 	// A restart reuses the key; a worker with another key refuses.
-	s2, err := checkpointStore(cfg, objects)
+	s2, err := open(cfg)
 	require.NoError(t, err)
 	_, err = s2.Stat(t.Context(), m.ID)
 	require.NoError(t, err)
@@ -48,12 +55,12 @@ func TestCheckpointStoreGeneratesKeyOutsideTheStore(t *testing.T) {
 	keyFile := filepath.Join(base, "shared.key")
 	require.NoError(t, os.WriteFile(keyFile, []byte("shared "+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 32))+"\n"), 0o600))
 	cfg.CheckpointKeyFile = keyFile
-	s3, err := checkpointStore(cfg, objects)
+	s3, err := open(cfg)
 	require.NoError(t, err)
 	_, err = s3.Stat(t.Context(), m.ID)
 	require.ErrorIs(t, err, exechost.ErrCorruptCheckpoint)
 
 	require.NoError(t, os.Chmod(keyFile, 0o644))
-	_, err = checkpointStore(cfg, objects)
+	_, err = open(cfg)
 	require.ErrorContains(t, err, "0600")
 }

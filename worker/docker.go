@@ -21,7 +21,7 @@ import (
 // store.
 // The daemon is pinged once here so a worker without Docker fails at start
 // with a clear error instead of failing every step.
-func newDockerBackend(ctx context.Context, cfg Config, stores *Stores) (*Backend, error) {
+func newDockerBackend(ctx context.Context, cfg Config, store *checkpoint.Sealed) (*Backend, error) {
 	dc, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
 	if err != nil {
 		return nil, fmt.Errorf("docker client: %w", err)
@@ -29,11 +29,6 @@ func newDockerBackend(ctx context.Context, cfg Config, stores *Stores) (*Backend
 	if _, err := dc.Ping(ctx); err != nil {
 		dc.Close()
 		return nil, fmt.Errorf("docker daemon not reachable (DOCKER_HOST=%q): %w", dc.DaemonHost(), err)
-	}
-	store, err := checkpointStore(cfg, stores.Checkpoints)
-	if err != nil {
-		dc.Close()
-		return nil, err
 	}
 	if err := docker.CheckRuntime(ctx, dc, cfg.Runtime); err != nil {
 		dc.Close()
@@ -94,27 +89,30 @@ func CheckpointKeyDir(checkpointDir string) string {
 	return filepath.Join(filepath.Dir(filepath.Clean(checkpointDir)), "checkpoint-keys")
 }
 
+// checkpointKeys loads the keys that sign checkpoint manifests and attempt
+// records: the operator's --checkpoint-key-file, or a key generated on
+// first start next to the checkpoint directory (a worker whose state no
+// other worker reads).
+func checkpointKeys(cfg Config) (*checkpoint.Keyring, error) {
+	if cfg.CheckpointKeyFile != "" {
+		return checkpoint.LoadKeyring(cfg.CheckpointKeyFile)
+	}
+	dir := CheckpointKeyDir(cfg.CheckpointDir)
+	keys, created, err := checkpoint.LoadOrCreateLocalKeyring(dir)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		cfg.Logger.Info("generated a checkpoint signing key; workers that share checkpoints need a shared --checkpoint-key-file",
+			"key_file", filepath.Join(dir, checkpoint.LocalKeyFile), "key_id", keys.SigningKeyID())
+	}
+	return keys, nil
+}
+
 // checkpointStore is the checkpoint store over objects (the local
 // checkpoint directory, or the checkpoints prefix of the shared store)
 // behind signed manifests.
-func checkpointStore(cfg Config, objects objstore.Store) (*checkpoint.Sealed, error) {
-	var err error
-	var keys *checkpoint.Keyring
-	if cfg.CheckpointKeyFile != "" {
-		if keys, err = checkpoint.LoadKeyring(cfg.CheckpointKeyFile); err != nil {
-			return nil, err
-		}
-	} else {
-		dir := CheckpointKeyDir(cfg.CheckpointDir)
-		var created bool
-		if keys, created, err = checkpoint.LoadOrCreateLocalKeyring(dir); err != nil {
-			return nil, err
-		}
-		if created {
-			cfg.Logger.Info("generated a checkpoint signing key; workers that share checkpoints need a shared --checkpoint-key-file",
-				"key_file", filepath.Join(dir, checkpoint.LocalKeyFile), "key_id", keys.SigningKeyID())
-		}
-	}
+func checkpointStore(cfg Config, objects objstore.Store, keys *checkpoint.Keyring) (*checkpoint.Sealed, error) {
 	if cfg.InsecureUnsignedCheckpoints {
 		cfg.Logger.Warn("unsigned (schema 1) checkpoints are accepted: anyone who can write the store can forge them")
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/agentflow/agentflow/activities"
 	"github.com/agentflow/agentflow/exechost"
+	"github.com/agentflow/agentflow/internal/attemptrec"
 	"github.com/agentflow/agentflow/internal/logstore"
 	"github.com/agentflow/agentflow/internal/metrics"
 	"github.com/agentflow/agentflow/internal/registry"
@@ -140,6 +141,10 @@ type Backend struct {
 	Reap func(context.Context) (int, error)
 	// Close releases the backend (may be nil).
 	Close func() error
+	// Checkpoints is where the backend's host keeps checkpoints, when not
+	// the worker's own store (an injected backend); adoption of a recorded
+	// attempt checks its checkpoint there. nil = the worker's store.
+	Checkpoints activities.CheckpointChecker
 	// GPU reports that the host can attach GPUs to sandboxes. The Docker
 	// backend sets it when the daemon has an nvidia runtime registered.
 	GPU bool
@@ -226,12 +231,32 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer c.Close()
 
+	// One keyring signs checkpoint manifests and attempt records.
+	keys, err := checkpointKeys(cfg)
+	if err != nil {
+		return err
+	}
+	checkpoints, err := checkpointStore(cfg, stores.Checkpoints, keys)
+	if err != nil {
+		return err
+	}
+	results, err := attemptrec.New(stores.Results, keys, 0)
+	if err != nil {
+		return fmt.Errorf("attempt records: %w", err)
+	}
+
 	backend := cfg.Backend
 	if backend == nil {
-		backend, err = newDockerBackend(ctx, cfg, stores)
+		backend, err = newDockerBackend(ctx, cfg, checkpoints)
 		if err != nil {
 			return err
 		}
+	}
+	// Adoption confirms a recorded checkpoint where the host keeps them: a
+	// backend with a store of its own says so.
+	var checkpointChecker activities.CheckpointChecker = checkpoints
+	if backend.Checkpoints != nil {
+		checkpointChecker = backend.Checkpoints
 	}
 	if backend.Close != nil {
 		defer backend.Close()
@@ -242,14 +267,16 @@ func Run(ctx context.Context, cfg Config) error {
 	logs := logstore.New(stores.Logs, logstore.Options{Logger: log})
 	handBack := make(chan struct{})
 	acts := activities.New(activities.Options{
-		Host:     backend.Host,
-		Identity: cfg.Identity,
-		HandBack: handBack,
-		Logs:     logs,
-		Secrets:  secretResolver(cfg.SecretPolicy, cfg.VaultDir),
-		Metrics:  m,
-		Logger:   log,
-		Labels:   cfg.SandboxLabels,
+		Host:        backend.Host,
+		Identity:    cfg.Identity,
+		Results:     results,
+		Checkpoints: checkpointChecker,
+		HandBack:    handBack,
+		Logs:        logs,
+		Secrets:     secretResolver(cfg.SecretPolicy, cfg.VaultDir),
+		Metrics:     m,
+		Logger:      log,
+		Labels:      cfg.SandboxLabels,
 
 		WebhookURLs: cfg.WebhookURLs,
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -25,7 +26,9 @@ type workerFlags struct {
 	WebhookURLs        []string
 	MaxConcurrentSteps int
 	Store              string
-	CheckpointDir      string
+	// StopTimeout: how long a stopping worker waits for running steps.
+	StopTimeout   time.Duration
+	CheckpointDir string
 	// CheckpointKeyFile and InsecureUnsignedCheckpoints: checkpoint manifest signing.
 	CheckpointKeyFile           string
 	InsecureUnsignedCheckpoints bool
@@ -57,6 +60,8 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.MaxConcurrentSteps, "max-concurrent-steps", worker.DefaultMaxConcurrentSteps, "steps (sandboxes) this worker runs at once")
 	fl.StringVar(&f.Store, "store", os.Getenv("AGENTFLOW_STORE"),
 		`shared object store of checkpoints, logs and attempt results, so any worker can continue any step: s3://BUCKET[/PREFIX] (endpoint and credentials from AWS_ENDPOINT_URL[_S3], AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION) or file:///DIR; needs --checkpoint-key-file (env AGENTFLOW_STORE; default: the local --checkpoint-dir, --log-dir and --result-dir)`)
+	fl.DurationVar(&f.StopTimeout, "stop-timeout", worker.DefaultStopTimeout,
+		"on SIGTERM/SIGINT, how long the worker waits for running steps before it gives them up")
 	fl.StringVar(&f.CheckpointDir, "checkpoint-dir", worker.DefaultCheckpointDir, "local checkpoint store directory (without --store)")
 	fl.StringVar(&f.CheckpointKeyFile, "checkpoint-key-file", "",
 		`file of checkpoint signing keys, one "<id> <base64 secret>" a line, the first signing (mode 0600; default: a key generated in the worker's data dir, for a worker whose checkpoints no other worker reads)`)
@@ -83,6 +88,9 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 }
 
 func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, error) {
+	if f.StopTimeout <= 0 {
+		return worker.Config{}, usageErr("--stop-timeout must be positive")
+	}
 	if f.MaxConcurrentSteps < 1 {
 		return worker.Config{}, usageErr("--max-concurrent-steps must be at least 1")
 	}
@@ -128,6 +136,7 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		WebhookURLs:                 f.WebhookURLs,
 		MaxConcurrentSteps:          f.MaxConcurrentSteps,
 		Store:                       f.Store,
+		StopTimeout:                 f.StopTimeout,
 		CheckpointDir:               f.CheckpointDir,
 		CheckpointKeyFile:           f.CheckpointKeyFile,
 		InsecureUnsignedCheckpoints: f.InsecureUnsignedCheckpoints,

@@ -16,6 +16,7 @@ func TestWorkerAndDevUsageErrors(t *testing.T) {
 		want string
 	}{
 		{name: "worker zero concurrency", args: []string{"worker", "--max-concurrent-steps", "0"}, want: "--max-concurrent-steps"},
+		{name: "worker zero stop timeout", args: []string{"worker", "--stop-timeout", "0s"}, want: "--stop-timeout"},
 		{name: "worker bad log level", args: []string{"worker", "--log-level", "loud"}, want: "--log-level"},
 		{name: "worker bad log format", args: []string{"worker", "--log-format", "xml"}, want: "--log-format"},
 		{name: "worker positional arg", args: []string{"worker", "extra"}, want: "unknown command"},
@@ -47,7 +48,7 @@ func TestWorkerHelpListsFlags(t *testing.T) {
 	var out bytes.Buffer
 	code := Run(context.Background(), "test", []string{"worker", "--help"}, Streams{In: strings.NewReader(""), Out: &out, Err: &out})
 	require.Equal(t, ExitOK, code)
-	for _, f := range []string{"--task-queue", "--health-addr", "--metrics-addr", "--webhook-url", "--max-concurrent-steps", "--checkpoint-dir", "--log-dir", "--store", "--result-dir", "--vault-dir", "--gpu-policy"} {
+	for _, f := range []string{"--task-queue", "--health-addr", "--metrics-addr", "--webhook-url", "--max-concurrent-steps", "--stop-timeout", "--checkpoint-dir", "--log-dir", "--store", "--result-dir", "--vault-dir", "--gpu-policy"} {
 		require.Contains(t, out.String(), f)
 	}
 	require.Contains(t, out.String(), "--git-root")
