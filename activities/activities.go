@@ -48,8 +48,9 @@ var ToolCommand = []string{"/bin/tool"}
 // Options configure Activities. Host is required; everything else has a
 // working default (no logs, no secrets, no metrics).
 type Options struct {
-	Host    exechost.ExecutionHost
-	Logs    logstore.Store
+	Host exechost.ExecutionHost
+	// Logs keeps every attempt's log (stderr streamed while the tool runs).
+	Logs    *logstore.Store
 	Secrets secrets.Resolver
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strconv"
 	"time"
@@ -83,6 +84,10 @@ type attempt struct {
 	log    *slog.Logger
 	stdout []byte
 	stderr []byte
+	// The attempt's log while the tool runs: the host streams stderr
+	// through logz (scrubbed) into logw (chunks in the log store).
+	logw *logstore.Writer
+	logz *scrubStream
 	// redelivered: Temporal delivers this numbered attempt again (its
 	// activity attempt > 1), so a record of the attempt itself may exist.
 	redelivered bool
@@ -179,6 +184,7 @@ func (at *attempt) run(ctx context.Context) (*StepResult, error) {
 	a.opts.Metrics.SandboxUp()
 
 	hb.setPhase("exec")
+	stderr := at.openLog(ctx) // live stderr → the log store, scrubbed
 	execStart := time.Now()
 	res, execErr := a.opts.Host.Exec(ctx, at.id, exechost.ExecRequest{
 		Command: ToolCommand,
@@ -186,6 +192,7 @@ func (at *attempt) run(ctx context.Context) (*StepResult, error) {
 		Env:     toolEnv(req, at.number, gpuIgnored),
 		Secrets: execSecrets,
 		Timeout: at.budget.ToolDeadline,
+		Stderr:  stderr,
 	})
 	a.opts.Metrics.ObservePhase(metrics.PhaseExec, time.Since(execStart), execErr)
 	if res != nil {
@@ -487,35 +494,75 @@ func (at *attempt) terminate(ctx context.Context, provisioned bool) {
 	}
 }
 
-// writeLog stores the attempt's stderr and, when the attempt failed
-// (failMsg != ""), its stdout and the failure. Scrubbed; best effort: a log
-// store problem never changes the attempt's outcome.
-func (at *attempt) writeLog(ctx context.Context, failMsg string) {
+// openLog starts the attempt's log in the store and returns the writer
+// the host streams stderr into (scrubbed on the way), or nil when there is
+// no log store. Logs are best effort: a store that is down is retried by
+// the log writer and logged, never an attempt failure.
+func (at *attempt) openLog(ctx context.Context) io.Writer {
 	if at.a.opts.Logs == nil {
+		return nil
+	}
+	w, err := at.a.opts.Logs.Open(ctx, at.logKey())
+	if err != nil {
+		at.log.WarnContext(ctx, "open step log", "error", err)
+		return nil
+	}
+	at.logw, at.logz = w, at.scrub.Stream(w)
+	return at.logz
+}
+
+func (at *attempt) logKey() logstore.Key {
+	return logstore.Key{AgentID: at.req.AgentID, RunID: at.req.RunID, StepID: at.req.StepID, Attempt: at.number}
+}
+
+// writeLog ends the attempt's log: the stderr streamed while the tool ran
+// (or, from a host that streams none, ExecResult.Stderr) and, when the
+// attempt failed (failMsg != ""), its stdout and the failure line; then
+// the end marker. Scrubbed; best effort: a log store problem never changes
+// the attempt's outcome.
+func (at *attempt) writeLog(ctx context.Context, failMsg, outcome string) {
+	if at.a.opts.Logs == nil || at.adoptedFrom == at.number {
+		// Adopting its own first delivery's result: that delivery ran the
+		// tool and wrote this attempt's log; a new writer would replace it
+		// with one line (the latest Open wins).
 		return
 	}
+	// The log outlives the attempt's cancellation, within a bound.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), at.a.opts.CleanupTimeout)
+	defer cancel()
+	if at.logw == nil && at.openLog(cctx) == nil { // failed before the exec
+		return
+	}
+	// The host has handed over all stderr when Exec returns; what the
+	// scrubber holds back is the end of it.
+	if err := at.logz.Flush(); err != nil {
+		at.log.WarnContext(ctx, "write step log", "error", err)
+	}
+	streamed, last := at.logz.Written()
 	var buf bytes.Buffer
-	buf.Write(at.scrub.Bytes(at.stderr))
+	if streamed == 0 {
+		buf.Write(at.scrub.Bytes(at.stderr))
+	}
+	// newline ends the log so far with one unless it is empty or ends so.
+	newline := func() {
+		if buf.Len() > 0 && !bytes.HasSuffix(buf.Bytes(), []byte("\n")) || buf.Len() == 0 && streamed > 0 && last != '\n' {
+			buf.WriteByte('\n')
+		}
+	}
 	if failMsg != "" {
 		if len(at.stdout) > 0 {
-			if buf.Len() > 0 && !bytes.HasSuffix(buf.Bytes(), []byte("\n")) {
-				buf.WriteByte('\n')
-			}
+			newline()
 			buf.WriteString("--- stdout ---\n")
 			buf.Write(at.scrub.Bytes(at.stdout))
 		}
-		if buf.Len() > 0 && !bytes.HasSuffix(buf.Bytes(), []byte("\n")) {
-			buf.WriteByte('\n')
-		}
+		newline()
 		fmt.Fprintf(&buf, "--- agentflow: attempt %d failed: %s\n", at.number, at.scrub.String(failMsg))
 	}
 	if at.adoptedFrom > 0 {
 		fmt.Fprintf(&buf, "--- agentflow: attempt %d adopted the recorded result of attempt %d; the tool did not run again\n", at.number, at.adoptedFrom)
 	}
-	key := logstore.Key{AgentID: at.req.AgentID, RunID: at.req.RunID, StepID: at.req.StepID, Attempt: at.number}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), at.a.opts.CleanupTimeout)
-	defer cancel()
-	if err := at.a.opts.Logs.Write(cctx, key, buf.Bytes()); err != nil {
+	err := at.logw.Close(cctx, logstore.Trailer{Text: buf.Bytes(), Outcome: at.scrub.String(outcome)})
+	if err != nil {
 		at.log.WarnContext(ctx, "write step log", "error", err)
 	}
 }
@@ -530,16 +577,16 @@ func (at *attempt) finish(ctx context.Context, start time.Time, err error) error
 	switch {
 	case err == nil:
 		status = "success"
-		at.writeLog(ctx, "")
+		at.writeLog(ctx, "", "success")
 	case kind == failure.Canceled:
-		at.writeLog(ctx, "attempt canceled")
+		at.writeLog(ctx, "attempt canceled", "canceled")
 	default:
 		msg := err.Error()
 		var se *stepError
 		if errors.As(err, &se) {
 			msg = se.Msg
 		}
-		at.writeLog(ctx, msg)
+		at.writeLog(ctx, msg, "failed: "+kind)
 	}
 	m := at.a.opts.Metrics
 	tool := toolName(at.req)

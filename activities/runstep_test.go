@@ -21,6 +21,7 @@ import (
 	"github.com/agentflow/agentflow/exechost"
 	"github.com/agentflow/agentflow/internal/logstore"
 	"github.com/agentflow/agentflow/internal/metrics"
+	"github.com/agentflow/agentflow/internal/objstore"
 	"github.com/agentflow/agentflow/internal/secrets"
 	"github.com/agentflow/agentflow/internal/spec"
 )
@@ -47,14 +48,19 @@ func baseReq() StepRequest {
 type harness struct {
 	host    *fakeHost
 	other   exechost.ExecutionHost // when set, RunStep runs on it instead of host
-	logs    *logstore.Dir
+	logs    *logstore.Store
+	mem     *objstore.Mem
 	metrics *metrics.Metrics
 	opts    Options
 	bg      context.Context
 }
 
 func newHarness(t *testing.T) *harness {
-	h := &harness{host: newFakeHost(), logs: logstore.NewDir(t.TempDir()), metrics: metrics.New(), bg: context.Background()}
+	mem := objstore.NewMem()
+	h := &harness{host: newFakeHost(), mem: mem, metrics: metrics.New(), bg: context.Background(),
+		// Short flushes: the live-log tests watch chunks arrive while the
+		// fake tool runs.
+		logs: logstore.New(mem, logstore.Options{FlushInterval: 5 * time.Millisecond})}
 	h.opts = Options{
 		Logs:    h.logs,
 		Metrics: h.metrics,

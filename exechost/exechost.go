@@ -7,6 +7,7 @@ package exechost
 
 import (
 	"context"
+	"io"
 	"time"
 )
 
@@ -132,6 +133,14 @@ type ExecRequest struct {
 	Secrets map[string]string
 	// Timeout bounds this exec; zero means the sandbox's remaining runtime.
 	Timeout time.Duration
+	// Stderr, when set, receives the command's stderr while it runs, in
+	// addition to ExecResult.Stderr (live logs). Hosts deliver through a
+	// LiveStream: what the command wrote before it ended has been handed
+	// to Stderr when Exec returns (unless Stderr is stuck for longer than
+	// LiveStreamCloseWait), and a slow or failing Stderr never stalls or
+	// fails the exec (it loses bytes, with a note, instead). Only what
+	// passes the output cap reaches it.
+	Stderr io.Writer
 }
 
 // ExecResult is what a command did. A non-zero exit is a result, not an

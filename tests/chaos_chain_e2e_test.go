@@ -104,12 +104,10 @@ func (s *syncBuffer) String() string {
 // checkpoint the other worker wrote, and `logs -f` in a third process
 // shows a running step's lines.
 //
-// Needs: the S3 store with separate data directories per worker
-// (AGENTFLOW_CHAOS_STORE=minio, slices objstore/checkpoints; with the
-// shared directory it passes the chain and resume parts today) and live
-// chunked logs and `agentctl logs --store` (slice logs) for the `logs -f`
-// part, which fails today:
-// a step's stderr reaches the log store only when the attempt ends.
+// Runs with the shared directory (default) and with the S3 store and
+// separate data directories per worker (AGENTFLOW_CHAOS_STORE=minio); the
+// `logs -f` part relies on live chunked logs and `agentctl logs --store`
+// (internal/logstore).
 func TestChaosChainAcrossWorkers(t *testing.T) {
 	e := newChaos(t, "chain", "")
 	e.startWorker(t, "a")

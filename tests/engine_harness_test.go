@@ -88,7 +88,11 @@ func loadImages(t *testing.T, root string, need ...string) map[string]string {
 
 // startEngine brings up Docker check, dev server and worker; everything is
 // torn down with t.Cleanup.
-func startEngine(t *testing.T) *engineEnv {
+func startEngine(t *testing.T) *engineEnv { return startEngineWith(t, nil) }
+
+// startEngineWith is startEngine with the worker's configuration adjusted
+// by mutate (e.g. a shared --store) before it starts.
+func startEngineWith(t *testing.T, mutate func(*worker.Config)) *engineEnv {
 	t.Helper()
 	root := repoRoot(t)
 
@@ -109,7 +113,7 @@ func startEngine(t *testing.T) *engineEnv {
 	// are AF_E2E_* variables and files under <tmp>/secrets.
 	env.secretRoot = filepath.Join(tmp, "secrets")
 	require.NoError(t, os.MkdirAll(env.secretRoot, 0o700))
-	st := startStack(t, bin, tmp, worker.Config{
+	cfg := worker.Config{
 		SecretPolicy:       secrets.Policy{EnvAllow: []string{"AF_E2E_*"}, FileRoots: []string{env.secretRoot}},
 		HealthAddr:         "127.0.0.1:0",
 		MetricsAddr:        "127.0.0.1:0",
@@ -118,7 +122,11 @@ func startEngine(t *testing.T) *engineEnv {
 		LogDir:             env.logDir,
 		StopTimeout:        10 * time.Second,
 		SandboxLabels:      map[string]string{"agentflow.test": "1", "agentflow.e2e": env.runLabel},
-	}, func() { env.requireNoContainers(t, "") })
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	st := startStack(t, bin, tmp, cfg, func() { env.requireNoContainers(t, "") })
 	env.address, env.client = st.address, st.client
 	env.health, env.metrics = st.ready.HealthAddr, st.ready.MetricsAddr
 	return env

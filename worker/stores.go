@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/agentflow/agentflow/internal/logstore"
 	"github.com/agentflow/agentflow/internal/objstore"
 )
 
@@ -22,7 +23,7 @@ func ResultDirFor(checkpointDir string) string {
 // Store layout under a shared root (--store): one prefix per kind of state.
 const (
 	checkpointPrefix = "checkpoints"
-	logPrefix        = "logs"
+	logPrefix        = logstore.Prefix
 	resultPrefix     = "results"
 )
 
@@ -99,9 +100,7 @@ func openStores(ctx context.Context, cfg Config) (*Stores, error) {
 			}
 			*x.dst = d
 			s.dirs = append(s.dirs, d)
-			if x.dst != &s.Logs { // logstore.Dir writes its own files there
-				s.sweep = append(s.sweep, d)
-			}
+			s.sweep = append(s.sweep, d)
 		}
 	}
 	for _, d := range s.sweep {

@@ -258,8 +258,9 @@ func Run(ctx context.Context, cfg Config) error {
 		defer backend.Close()
 	}
 
-	// Logs stay in the local log directory for now, also with --store: the
-	// object-backed log store (over stores.Logs) plugs in here.
+	// Step logs go to stores.Logs (a prefix of the shared store, or the
+	// local log directory), streamed while tools run.
+	logs := logstore.New(stores.Logs, logstore.Options{Logger: log})
 	handBack := make(chan struct{})
 	acts := activities.New(activities.Options{
 		Host:        backend.Host,
@@ -267,7 +268,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Results:     results,
 		Checkpoints: checkpointChecker,
 		HandBack:    handBack,
-		Logs:        logstore.NewDir(cfg.LogDir),
+		Logs:        logs,
 		Secrets:     secretResolver(cfg.SecretPolicy, cfg.VaultDir),
 		Metrics:     m,
 		Logger:      log,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -36,13 +37,16 @@ func (h *Host) Exec(ctx context.Context, id exechost.ExecutionID, req exechost.E
 		timeout = remaining
 	}
 	var stdout, stderr bytes.Buffer
+	// The caller's live writer never holds up the runner (LiveStream
+	// queues); it has what the command wrote once Run returns.
+	live := exechost.NewLiveStream(req.Stderr)
 	cmd := runner.Command{
 		Argv:      req.Command,
 		Env:       policy.ExecEnv(req),
 		User:      h.policy.User(),
 		WorkDir:   policy.WorkspaceDir,
 		Stdout:    &stdout,
-		Stderr:    &stderr,
+		Stderr:    io.MultiWriter(&stderr, live),
 		MaxOutput: e.resources.MaxOutputBytes,
 		Timeout:   timeout,
 	}
@@ -50,6 +54,7 @@ func (h *Host) Exec(ctx context.Context, id exechost.ExecutionID, req exechost.E
 		cmd.Stdin = bytes.NewReader(req.Stdin)
 	}
 	res, err := h.run.Run(ctx, e.containerID, cmd)
+	live.Close(exechost.LiveStreamCloseWait)
 	out := &exechost.ExecResult{
 		ExitCode: res.ExitCode, Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Duration: res.Duration,
 		TimedOut: res.TimedOut, Truncated: res.Truncated, Aborted: res.Aborted,

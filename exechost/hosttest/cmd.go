@@ -24,29 +24,31 @@ var Cmd Commands
 const shell = "/bin/sh"
 
 var scripts = map[string]string{
-	opWrite:    `case $1 in */*) mkdir -p "${1%/*}" ;; esac; printf '%s' "$2" > "$1"`,
-	opAppend:   `case $1 in */*) mkdir -p "${1%/*}" ;; esac; printf '%s' "$2" >> "$1"`,
-	opCat:      `cat -- "$1"`,
-	opSymlink:  `case $2 in */*) mkdir -p "${2%/*}" ;; esac; ln -s -- "$1" "$2"`,
-	opEcho:     `cat`,
-	opSleep:    `sleep "$1"`,
-	opFlood:    `yes`,
-	opExit:     `printf '%s' "$2" >&2; exit "$1"`,
-	opPrintEnv: `eval "test \"\${$1+set}\" = set" || exit 1; eval "printf '%s\n' \"\$$1\""`,
-	opGated:    `printf 'start\n' >> "$1"; while [ ! -e "$2" ]; do sleep 0.05; done; printf 'end\n' >> "$1"`,
+	opWrite:       `case $1 in */*) mkdir -p "${1%/*}" ;; esac; printf '%s' "$2" > "$1"`,
+	opAppend:      `case $1 in */*) mkdir -p "${1%/*}" ;; esac; printf '%s' "$2" >> "$1"`,
+	opCat:         `cat -- "$1"`,
+	opSymlink:     `case $2 in */*) mkdir -p "${2%/*}" ;; esac; ln -s -- "$1" "$2"`,
+	opEcho:        `cat`,
+	opSleep:       `sleep "$1"`,
+	opFlood:       `yes`,
+	opExit:        `printf '%s' "$2" >&2; exit "$1"`,
+	opPrintEnv:    `eval "test \"\${$1+set}\" = set" || exit 1; eval "printf '%s\n' \"\$$1\""`,
+	opGated:       `printf 'start\n' >> "$1"; while [ ! -e "$2" ]; do sleep 0.05; done; printf 'end\n' >> "$1"`,
+	opStderrGated: `printf '%s' "$1" >&2; while [ ! -e "$2" ]; do sleep 0.05; done; printf '%s' "$3" >&2`,
 }
 
 const (
-	opWrite    = "hosttest-write"
-	opAppend   = "hosttest-append"
-	opCat      = "hosttest-cat"
-	opSymlink  = "hosttest-symlink"
-	opEcho     = "hosttest-echo"
-	opSleep    = "hosttest-sleep"
-	opFlood    = "hosttest-flood"
-	opExit     = "hosttest-exit"
-	opPrintEnv = "hosttest-printenv"
-	opGated    = "hosttest-gated"
+	opWrite       = "hosttest-write"
+	opAppend      = "hosttest-append"
+	opCat         = "hosttest-cat"
+	opSymlink     = "hosttest-symlink"
+	opEcho        = "hosttest-echo"
+	opSleep       = "hosttest-sleep"
+	opFlood       = "hosttest-flood"
+	opExit        = "hosttest-exit"
+	opPrintEnv    = "hosttest-printenv"
+	opGated       = "hosttest-gated"
+	opStderrGated = "hosttest-stderr-gated"
 )
 
 func op(name string, args ...string) []string {
@@ -98,6 +100,13 @@ func (Commands) PrintEnv(name string) []string {
 // Harness.Probe) decides when the command finishes, so tests can hold an
 // Exec running without timing assumptions.
 func (Commands) Gated(log, gate string) []string { return op(opGated, log, gate) }
+
+// StderrGated writes before to stderr, waits until gate exists, then
+// writes after to stderr: a command whose first output is known to exist
+// while it still runs (live stderr).
+func (Commands) StderrGated(before, gate, after string) []string {
+	return op(opStderrGated, before, gate, after)
+}
 
 // parse recognises a vocabulary command and returns its op and arguments.
 func parse(argv []string) (name string, args []string, ok bool) {

@@ -120,6 +120,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("OutputLimitDestroysSandbox", s.outputLimit)
 	t.Run("CancelDestroysSandbox", s.cancel)
 	t.Run("TerminateDuringExec", s.terminateDuringExec)
+	t.Run("LiveStderr", s.liveStderr)
 	t.Run("KilledFromOutsideDuringExec", s.killedFromOutside)
 	t.Run("GitWorkspace", s.gitWorkspace)
 	t.Run("GitImportHostile", s.gitHostile)

@@ -39,6 +39,10 @@ func (f *Fake) Exec(ctx context.Context, id exechost.ExecutionID, req exechost.E
 	}
 
 	out := newOutput(e.resources.MaxOutputBytes)
+	// As on the Docker host: stderr within the cap also goes live to the
+	// caller's writer, which has it all when Exec returns.
+	out.live = exechost.NewLiveStream(req.Stderr)
+	defer out.live.Close(exechost.LiveStreamCloseWait)
 	env := maps.Clone(e.env)
 	if env == nil {
 		env = map[string]string{}
@@ -52,8 +56,8 @@ func (f *Fake) Exec(ctx context.Context, id exechost.ExecutionID, req exechost.E
 		Env:         env,
 		Secrets:     maps.Clone(req.Secrets),
 		Workspace:   e.ws,
-		Stdout:      streamWriter{out, &out.stdout},
-		Stderr:      streamWriter{out, &out.stderr},
+		Stdout:      streamWriter{o: out, buf: &out.stdout},
+		Stderr:      streamWriter{o: out, buf: &out.stderr, live: true},
 	}
 	// The handler's context ends only when this Exec decides the process
 	// must die, so the reason is always known here.
@@ -138,28 +142,30 @@ type output struct {
 	closed         bool
 	over           chan struct{}
 	overOnce       sync.Once
+	live           *exechost.LiveStream // stderr's live copy (nil: none)
 }
 
 func newOutput(limit int64) *output { return &output{limit: limit, over: make(chan struct{})} }
 
 var errClosed = fmt.Errorf("output closed: %w", exechost.ErrTerminated)
 
-func (o *output) write(buf *bytes.Buffer, p []byte) (int, error) {
+func (o *output) write(buf *bytes.Buffer, p []byte, live bool) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
 		return 0, errClosed
 	}
+	keep, err := p, error(nil)
 	if o.limit > 0 && o.n+int64(len(p)) > o.limit {
-		keep := o.limit - o.n
-		buf.Write(p[:keep])
-		o.n = o.limit
+		keep, err = p[:o.limit-o.n], exechost.ErrOutputLimit
 		o.overOnce.Do(func() { close(o.over) })
-		return int(keep), exechost.ErrOutputLimit
 	}
-	buf.Write(p)
-	o.n += int64(len(p))
-	return len(p), nil
+	buf.Write(keep)
+	o.n += int64(len(keep))
+	if live {
+		_, _ = o.live.Write(keep) // queues; never blocks, never fails
+	}
+	return len(keep), err
 }
 
 func (o *output) overflowed() bool {
@@ -180,11 +186,12 @@ func (o *output) close() (stdout, stderr []byte) {
 }
 
 type streamWriter struct {
-	o   *output
-	buf *bytes.Buffer
+	o    *output
+	buf  *bytes.Buffer
+	live bool // also to the output's live stream
 }
 
-func (w streamWriter) Write(p []byte) (int, error) { return w.o.write(w.buf, p) }
+func (w streamWriter) Write(p []byte) (int, error) { return w.o.write(w.buf, p, w.live) }
 
 // Probe runs argv on a live sandbox with DefaultHandler, outside the
 // Exec/Checkpoint serialisation, as `docker exec` behind the host's back
@@ -200,7 +207,7 @@ func (f *Fake) Probe(ctx context.Context, id exechost.ExecutionID, argv []string
 	out := newOutput(0)
 	r := DefaultHandler(ctx, ExecContext{
 		ExecutionID: id, Argv: argv, Env: maps.Clone(e.env), Workspace: e.ws,
-		Stdout: streamWriter{out, &out.stdout}, Stderr: streamWriter{out, &out.stderr},
+		Stdout: streamWriter{o: out, buf: &out.stdout}, Stderr: streamWriter{o: out, buf: &out.stderr},
 	})
 	stdout, stderr := out.close()
 	r.Stdout, r.Stderr = append(stdout, r.Stdout...), append(stderr, r.Stderr...)

@@ -118,6 +118,17 @@ func DefaultHandler(ctx context.Context, x ExecContext) Result {
 			return Result{ExitCode: 1}
 		}
 		return Result{Stdout: []byte(v + "\n")}
+	case opStderrGated:
+		if _, err := io.WriteString(x.Stderr, arg(0)); err != nil {
+			return Result{ExitCode: 141}
+		}
+		if err := x.Workspace.WaitFor(ctx, arg(1)); err != nil {
+			if errors.Is(err, fs.ErrInvalid) || errors.Is(err, fs.ErrPermission) {
+				return fail(err)
+			}
+			return Result{ExitCode: 143}
+		}
+		return Result{Stderr: []byte(arg(2))}
 	case opGated:
 		if err := x.Workspace.AppendFile(arg(0), []byte("start\n")); err != nil {
 			return fail(err)

@@ -1,33 +1,92 @@
-// Package logstore keeps each tool attempt's log (stderr, plus stdout when
-// the attempt failed) so `agentctl logs` can show it after the sandbox is
-// gone. The default store is a local directory:
+// Package logstore keeps each tool attempt's log (stderr while the tool
+// runs, then stdout and the failure line when the attempt failed) in an
+// object store, so `agentctl logs` on any machine that reaches the store
+// shows a running step's lines and the log outlives the sandbox. One
+// abstraction for a local directory and S3: objstore.Store.
 //
-//	<root>/<agent_id>/<run_id>/<step_id>/<attempt>.log
+// Layout, per attempt (segments escaped, see escape):
 //
-// Path components are escaped (see escape) so any workflow ID is safe as a
-// directory name. Scaled out, an S3-compatible store implements Store with
-// the same keys.
+//	<agent>/<run>/<step>/<attempt>/<seq>.<writer>.chunk   seq zero-padded (000000…), writer a 16-hex nonce
+//	<agent>/<run>/<step>/<attempt>/end                    JSON (endMarker), written last
+//
+// A Writer (Open) stores what it is given as numbered chunks at least every
+// FlushInterval, each Put IfAbsent, and Close writes the end marker: an
+// attempt without one is still running (or its worker died).
+//
+// Re-delivery (activities are at-least-once, so two deliveries of one
+// attempt may write the same key): the latest Open wins. Open deletes
+// what is stored under the key and writes its chunk 0 at once; readers take
+// the writer whose chunk 0 is newest (the end marker's writer when that
+// still has its chunk 0), ignore the others' chunks with a note, and a
+// writer that finds its chunk 0 gone at Close writes no end marker
+// (ErrSuperseded). Two writers are never interleaved.
+//
+// Readers do not trust the store (a shared bucket can be written by
+// others): names that are not chunk names are ignored, a chunk over
+// MaxChunkBytes is replaced by a note, at most MaxChunks per attempt and
+// MaxReadBytes per Read are taken, and the end marker is schema-checked.
+//
+// Logs of earlier versions (<agent>/<run>/<step>/<attempt>.log, one object
+// per attempt) are still listed and read, as finished attempts.
 package logstore
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"sort"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentflow/agentflow/internal/objstore"
 )
 
 // DefaultDir is the worker's and agentctl's default log directory.
 const DefaultDir = ".data/logs"
 
-// ErrNotFound: no log for the key.
-var ErrNotFound = errors.New("log not found")
+// Defaults and bounds.
+const (
+	// DefaultFlushInterval: the issue asks for a running tool's stderr to
+	// reach the store "at least every few seconds"; 2 s matches the
+	// heartbeat interval, so a -f reader lags the tool by about that.
+	DefaultFlushInterval = 2 * time.Second
+	// DefaultChunkBytes cuts a chunk early when that much is buffered.
+	DefaultChunkBytes = 256 << 10
+	// DefaultMaxBuffered bounds what a Writer holds while the store is
+	// unreachable; more is dropped (with a note in the log).
+	DefaultMaxBuffered = 8 << 20
+	// DefaultOpTimeout bounds one store operation of a Writer.
+	DefaultOpTimeout = 10 * time.Second
+
+	// MaxChunkBytes is the largest chunk a reader accepts (a Writer never
+	// writes more than ChunkBytes, capped to this).
+	MaxChunkBytes = 1 << 20
+	// MaxChunks is the most chunks of one attempt a reader takes (and a
+	// Writer writes): at one chunk per 2 s, over two days of a chatty tool.
+	MaxChunks = 100_000
+	// MaxReadBytes bounds Read's result (a tail read takes the last bytes).
+	MaxReadBytes = 64 << 20
+	// maxAttemptObjects bounds what a reader takes from one attempt's
+	// prefix: its chunks, the end marker and room for a superseded
+	// delivery's leftovers.
+	maxAttemptObjects = 2*MaxChunks + 16
+	// maxEndBytes bounds the end marker a reader decodes.
+	maxEndBytes = 16 << 10
+	// seqDigits pads chunk numbers so the store's key order is seq order.
+	seqDigits = 6
+)
+
+var (
+	// ErrNotFound: nothing is stored for the key.
+	ErrNotFound = errors.New("log not found")
+	// ErrSuperseded: a later delivery of the same attempt opened the key;
+	// this Writer's log is ignored by readers and it wrote no end marker.
+	ErrSuperseded = errors.New("log superseded by a later delivery of the attempt")
+	// ErrClosed: Write after Close.
+	ErrClosed = errors.New("log writer closed")
+	// ErrStopped: Follow's Stop said to give up before the end marker.
+	ErrStopped = errors.New("follow stopped before the attempt's end")
+)
 
 // Key names one attempt's log.
 type Key struct {
@@ -45,149 +104,76 @@ func (k Key) validate() error {
 	if k.AgentID == "" || k.RunID == "" || k.StepID == "" || k.Attempt < 1 {
 		return fmt.Errorf("invalid log key %s: agent, run, step and attempt >= 1 are required", k)
 	}
+	if err := objstore.CheckKey(k.prefix() + "/" + chunkName(0, strings.Repeat("0", nonceLen))); err != nil {
+		return fmt.Errorf("invalid log key %s: %w", k, err)
+	}
 	return nil
 }
 
-// Entry is one stored log.
+// prefix is the attempt's directory: <agent>/<run>/<step>/<attempt>.
+func (k Key) prefix() string {
+	return escape(k.AgentID) + "/" + escape(k.RunID) + "/" + escape(k.StepID) + "/" + strconv.Itoa(int(k.Attempt))
+}
+
+// legacyKey is where versions before chunked logs kept the whole log.
+func (k Key) legacyKey() string {
+	return escape(k.AgentID) + "/" + escape(k.RunID) + "/" + escape(k.StepID) + "/" + strconv.Itoa(int(k.Attempt)) + ".log"
+}
+
+// Entry is one attempt's stored log.
 type Entry struct {
-	Key     Key       `json:"key"`
-	Size    int64     `json:"size"`
+	Key Key `json:"key"`
+	// Size is the stored bytes of the attempt's current writer.
+	Size int64 `json:"size"`
+	// ModTime is the time of the attempt's latest object.
 	ModTime time.Time `json:"mod_time"`
+	// Finished: the end marker exists (or the log is of an earlier
+	// version, written whole at the end).
+	Finished bool `json:"finished"`
 }
 
-// Store keeps attempt logs. Implementations are safe for concurrent use.
-// Write replaces an existing log for the same key: activities are
-// at-least-once, and a re-delivered attempt's log supersedes the lost one.
-type Store interface {
-	Write(ctx context.Context, key Key, data []byte) error
-	// Read returns the whole log, or only its last tail bytes when tail > 0.
-	Read(ctx context.Context, key Key, tail int64) ([]byte, error)
-	// List returns every log of an agent, oldest first.
-	List(ctx context.Context, agentID string) ([]Entry, error)
+// Options tune a Store; zero values take the defaults above.
+type Options struct {
+	FlushInterval time.Duration
+	ChunkBytes    int
+	MaxBuffered   int
+	OpTimeout     time.Duration
+	// Logger receives a Writer's store problems (logs are best effort: a
+	// store outage never fails the attempt, but the operator hears of it).
+	Logger *slog.Logger
 }
 
-// Dir is the local-directory Store.
-type Dir struct {
-	Root string
+// Store reads and writes attempt logs in an object store. Safe for
+// concurrent use.
+type Store struct {
+	s    objstore.Store
+	opts Options
+	log  *slog.Logger
 }
 
-// NewDir returns a store rooted at root (created on first write).
-func NewDir(root string) *Dir { return &Dir{Root: root} }
-
-// Path is where key's log lives under root. agentctl uses it (through
-// Dir.Read) so writer and reader agree on one layout.
-func Path(root string, key Key) string {
-	return filepath.Join(root, escape(key.AgentID), escape(key.RunID), escape(key.StepID),
-		strconv.Itoa(int(key.Attempt))+".log")
+// New returns a log store over s (typically objstore.Sub(root, "logs")).
+func New(s objstore.Store, opts Options) *Store {
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = DefaultFlushInterval
+	}
+	if opts.ChunkBytes <= 0 || opts.ChunkBytes > MaxChunkBytes {
+		opts.ChunkBytes = min(DefaultChunkBytes, MaxChunkBytes)
+	}
+	if opts.MaxBuffered <= 0 {
+		opts.MaxBuffered = DefaultMaxBuffered
+	}
+	if opts.OpTimeout <= 0 {
+		opts.OpTimeout = DefaultOpTimeout
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Store{s: s, opts: opts, log: log}
 }
 
-// Write implements Store atomically (temp file + rename), so a reader
-// following the log never sees a half-written file.
-func (d *Dir) Write(_ context.Context, key Key, data []byte) error {
-	if err := key.validate(); err != nil {
-		return err
-	}
-	p := Path(d.Root, key)
-	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
-		return fmt.Errorf("write log %s: %w", key, err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write log %s: %w", key, err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write log %s: %w", key, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write log %s: %w", key, err)
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		return fmt.Errorf("write log %s: %w", key, err)
-	}
-	return nil
-}
-
-// Read implements Store.
-func (d *Dir) Read(_ context.Context, key Key, tail int64) ([]byte, error) {
-	if err := key.validate(); err != nil {
-		return nil, err
-	}
-	f, err := os.Open(Path(d.Root, key))
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
-		}
-		return nil, fmt.Errorf("read log %s: %w", key, err)
-	}
-	defer f.Close()
-	if tail > 0 {
-		st, err := f.Stat()
-		if err != nil {
-			return nil, fmt.Errorf("read log %s: %w", key, err)
-		}
-		if st.Size() > tail {
-			if _, err := f.Seek(st.Size()-tail, io.SeekStart); err != nil {
-				return nil, fmt.Errorf("read log %s: %w", key, err)
-			}
-		}
-	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf("read log %s: %w", key, err)
-	}
-	return data, nil
-}
-
-// List implements Store. An agent without logs yields an empty list.
-func (d *Dir) List(_ context.Context, agentID string) ([]Entry, error) {
-	agentDir := filepath.Join(d.Root, escape(agentID))
-	var out []Entry
-	err := filepath.WalkDir(agentDir, func(p string, de fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && p == agentDir {
-				return fs.SkipAll
-			}
-			return err
-		}
-		if de.IsDir() || !strings.HasSuffix(de.Name(), ".log") {
-			return nil
-		}
-		rel, err := filepath.Rel(agentDir, p)
-		if err != nil {
-			return err
-		}
-		parts := strings.Split(filepath.ToSlash(rel), "/")
-		if len(parts) != 3 {
-			return nil
-		}
-		attempt, err := strconv.Atoi(strings.TrimSuffix(parts[2], ".log"))
-		if err != nil || attempt < 1 {
-			return nil
-		}
-		info, err := de.Info()
-		if err != nil {
-			return err
-		}
-		out = append(out, Entry{
-			Key:     Key{AgentID: agentID, RunID: unescape(parts[0]), StepID: unescape(parts[1]), Attempt: int32(attempt)},
-			Size:    info.Size(),
-			ModTime: info.ModTime(),
-		})
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list logs of %s: %w", agentID, err)
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].ModTime.Equal(out[j].ModTime) {
-			return out[i].ModTime.Before(out[j].ModTime)
-		}
-		return out[i].Key.String() < out[j].Key.String()
-	})
-	return out, nil
-}
+// String names the underlying store for messages.
+func (s *Store) String() string { return s.s.String() }
 
 // Find picks the logs of one step from List's result: runID "" means the
 // run that logged last for the step, attempt 0 means every attempt of it.
@@ -206,44 +192,50 @@ func Find(entries []Entry, runID, stepID string, attempt int32) []Entry {
 			out = append(out, e)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Key.Attempt < out[j].Key.Attempt })
+	sortByAttempt(out)
 	return out
 }
 
-// escape makes s one safe path component: [A-Za-z0-9_-] and inner dots pass,
-// everything else (including '/', '%', and a leading dot) becomes %XX. The
-// mapping is injective, so distinct IDs never share a directory.
-func escape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		safe := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' && i > 0
-		if safe {
-			b.WriteByte(c)
-		} else {
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
+// TailLines keeps the last n lines of data (n <= 0: all).
+func TailLines(data []byte, n int) []byte {
+	if n <= 0 {
+		return data
 	}
-	if b.Len() == 0 {
-		return "%"
+	end := len(data)
+	if end > 0 && data[end-1] == '\n' {
+		end--
 	}
-	return b.String()
-}
-
-func unescape(s string) string {
-	if s == "%" {
-		return ""
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' && i+2 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 2
-				continue
+	i := end
+	for count := 0; i > 0; i-- {
+		if data[i-1] == '\n' {
+			count++
+			if count == n {
+				break
 			}
 		}
-		b.WriteByte(s[i])
 	}
-	return b.String()
+	return data[i:]
+}
+
+// escape and unescape are the one key-segment rule (objstore): the
+// output always passes objstore.CheckKey and distinct IDs never share a
+// prefix.
+func escape(s string) string   { return objstore.EscapeSegment(s) }
+func unescape(s string) string { return objstore.UnescapeSegment(s) }
+
+// Prefix is where logs live in a worker's root object store (next to
+// "checkpoints" and "results"; see the store layout in docs).
+const Prefix = "logs"
+
+// OnRoot is the log store of a root object store (--store): its Prefix.
+func OnRoot(root objstore.Store, opts Options) *Store { return New(objstore.Sub(root, Prefix), opts) }
+
+// NewDir is the local-directory log store (no --store): the directory is
+// the log store itself, as in earlier versions. close releases it.
+func NewDir(dir string, opts Options) (s *Store, close func() error, err error) {
+	d, err := objstore.NewDir(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("log store: %w", err)
+	}
+	return New(d, opts), d.Close, nil
 }

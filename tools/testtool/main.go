@@ -40,7 +40,10 @@ var tool = toolkit.Tool{
   selfinspect                 report uid/gid, capabilities, interfaces, mounts, cwd, env names
   bigoutput   bytes=1048576   return an output object of about that size
   echoenv     name=X | names=[...]        return env values (to prove secrets arrive)
-  sigterm     seconds=300     wait for SIGTERM, print a marker on stderr, exit 143`,
+  sigterm     seconds=300     wait for SIGTERM, print a marker on stderr, exit 143
+  trickle     lines=5 seconds=1 message="trickle" gate=""
+                              write "<message> line i/N" to stderr, one per interval; with
+                              gate (a workspace path), wait after line 1 until it exists`,
 }
 
 // input holds every mode's fields; json.Number keeps big values exact.
@@ -64,6 +67,8 @@ type input struct {
 	Bytes       toolkit.Number `json:"bytes"`
 	Name        string         `json:"name"`
 	Names       []string       `json:"names"`
+	Lines       toolkit.Number `json:"lines"`
+	Gate        string         `json:"gate"`
 
 	raw map[string]any
 }
@@ -88,6 +93,7 @@ var modes = map[string]mode{
 	"bigoutput":   modeBigOutput,
 	"echoenv":     modeEchoEnv,
 	"sigterm":     modeSigterm,
+	"trickle":     modeTrickle,
 }
 
 func main() {

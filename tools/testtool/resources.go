@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -205,4 +206,41 @@ func runChild() {
 		time.Sleep(time.Duration(n) * time.Second)
 	}
 	os.Exit(0)
+}
+
+// modeTrickle writes stderr lines slowly: the live-log tests follow them
+// while the tool runs. With a gate, the tool cannot end before whoever
+// watches line 1 creates the gate file (synchronisation on content, not
+// time).
+func modeTrickle(ctx context.Context, env toolkit.Env, in input) (any, error) {
+	n := in.Lines.Int(5)
+	interval := time.Duration(in.Seconds.Int(1)) * time.Second
+	msg := in.Message
+	if msg == "" {
+		msg = "trickle"
+	}
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			select {
+			case <-time.After(interval):
+			case <-ctx.Done():
+				return nil, &toolkit.ExitError{Code: 143, Err: errors.New("trickle interrupted by SIGTERM")}
+			}
+		}
+		fmt.Fprintf(env.Stderr, "%s line %d/%d\n", msg, i, n)
+		if i == 1 && in.Gate != "" {
+			gate := filepath.Join(env.Workspace, filepath.Clean("/"+in.Gate))
+			for {
+				if _, err := os.Stat(gate); err == nil {
+					break
+				}
+				select {
+				case <-time.After(50 * time.Millisecond):
+				case <-ctx.Done():
+					return nil, &toolkit.ExitError{Code: 143, Err: errors.New("trickle interrupted by SIGTERM")}
+				}
+			}
+		}
+	}
+	return map[string]any{"lines": n}, nil
 }

@@ -38,6 +38,7 @@ func TestModes(t *testing.T) {
 	}{
 		{name: "ok echoes", stdin: `{"mode":"ok","x":[1,"a"]}`, wantJSON: map[string]any{"mode": "ok", "x": []any{json.Number("1"), "a"}}},
 		{name: "exit", stdin: `{"mode":"exit","code":7,"stderr":"boom\n"}`, wantCode: 7, wantStdout: "", wantStderr: "boom"},
+		{name: "trickle", stdin: `{"mode":"trickle","lines":3,"seconds":0,"message":"tick"}`, wantJSON: map[string]any{"lines": json.Number("3")}, wantStderr: "tick line 1/3\ntick line 2/3\ntick line 3/3\n"},
 		{name: "exit default code", stdin: `{"mode":"exit"}`, wantCode: 1, wantStdout: ""},
 		{name: "badjson", stdin: `{"mode":"badjson"}`, wantStdout: "this is not JSON {\"half\": \n"},
 		{name: "multijson", stdin: `{"mode":"multijson"}`, wantStdout: "{\"first\":1}\n{\"second\":2}\n"},
@@ -162,4 +163,20 @@ func TestFlakyOutcome(t *testing.T) {
 	for _, tt := range tests {
 		require.Equal(t, tt.fail, FlakyOutcome(tt.attempt, tt.until) != nil, "%+v", tt)
 	}
+}
+
+func TestTrickleWaitsForItsGate(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "gate"), nil, 0o600))
+	r := runTool(t, t.Context(), `{"mode":"trickle","lines":2,"seconds":0,"gate":"../gate"}`, map[string]string{"AGENTFLOW_WORKSPACE": dir})
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "trickle line 1/2\ntrickle line 2/2\n")
+
+	// Without the gate it waits until stopped.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	r = runTool(t, ctx, `{"mode":"trickle","lines":2,"seconds":0,"gate":"missing"}`, map[string]string{"AGENTFLOW_WORKSPACE": dir})
+	require.Equal(t, 143, r.code, r.stderr)
+	require.Contains(t, r.stderr, "trickle line 1/2\n")
+	require.NotContains(t, r.stderr, "line 2/2")
 }

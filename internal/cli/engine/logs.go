@@ -1,8 +1,12 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,24 +23,30 @@ type logsOptions struct {
 	Follow   bool
 	Attempt  int32
 	LogDir   string
+	Store    string
 	Interval time.Duration
 
 	dial dialer
+	// open opens the log store the flags name (tests swap it).
+	open func(ctx context.Context, o *logsOptions) (*logstore.Store, func(), error)
 }
 
 func newLogsCmd(g *Options) *cobra.Command {
-	o := &logsOptions{Options: g, dial: dialerFor(g)}
+	o := &logsOptions{Options: g, dial: dialerFor(g), open: openLogStore}
 	cmd := &cobra.Command{
 		Use: "logs ID --step S [--tail N] [-f] [--attempt K]",
 		Long: `Print the tool stderr (and stdout of failed attempts) of one step, per
-attempt, from the log store the worker writes (a local directory by default:
-<log-dir>/<agent>/<run>/<step>/<attempt>.log, so run this where the worker
-runs). Without --run-id the latest run that logged the step is shown (with
--f, the agent's latest run). -f keeps printing new attempts until the run
-has closed.`,
+attempt, from the log store the workers write: the object store of
+--store (env AGENTFLOW_STORE, e.g. s3://bucket/prefix, shared by every
+worker; S3 endpoint and credentials from the AWS_* variables) or, without
+it, the local directory --log-dir (run this where the worker runs).
+Without --run-id the latest run that logged the step is shown (with -f,
+the agent's latest run). -f prints a running attempt's lines as the
+worker stores them (every few seconds), moves on to the next attempt, and
+ends when the run has closed.`,
 		Example: `  agentctl logs daily-tech-news-1a2b3c4d --step summarize_news
   agentctl logs complaint-42 --step fetch_email --attempt 2 --tail 20
-  agentctl logs complaint-42 --step fetch_email -f`,
+  agentctl logs complaint-42 --step fetch_email -f --store s3://agentflow/prod`,
 		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.ID = args[0]
@@ -46,6 +56,13 @@ has closed.`,
 			if o.Tail < 0 || o.Attempt < 0 {
 				return usageErr("logs: --tail and --attempt must not be negative")
 			}
+			f := cmd.Flags()
+			switch {
+			case f.Changed("store") && f.Changed("log-dir"):
+				return usageErr("logs: --store and --log-dir name two different log stores; give one")
+			case f.Changed("log-dir"):
+				o.Store = "" // an explicit directory wins over AGENTFLOW_STORE
+			}
 			return runLogs(cmd.Context(), o)
 		},
 	}
@@ -53,9 +70,10 @@ has closed.`,
 	f.StringVar(&o.Step, "step", "", "step ID")
 	f.StringVar(&o.RunID, "run-id", "", "a specific run (default: the latest that logged the step)")
 	f.IntVar(&o.Tail, "tail", 0, "only the last N lines of each attempt (0 = all)")
-	f.BoolVarP(&o.Follow, "follow", "f", false, "keep printing new attempts until the run has closed")
+	f.BoolVarP(&o.Follow, "follow", "f", false, "print new lines and attempts until the run has closed")
 	f.Int32Var(&o.Attempt, "attempt", 0, "only attempt K (default: every attempt)")
-	f.StringVar(&o.LogDir, "log-dir", envOr("AGENTFLOW_LOG_DIR", logstore.DefaultDir), "log store directory (env AGENTFLOW_LOG_DIR)")
+	f.StringVar(&o.Store, "store", os.Getenv("AGENTFLOW_STORE"), "object store the workers write (s3://BUCKET[/PREFIX]; env AGENTFLOW_STORE); logs are under its logs/ prefix")
+	f.StringVar(&o.LogDir, "log-dir", envOr("AGENTFLOW_LOG_DIR", logstore.DefaultDir), "log store directory when there is no --store (env AGENTFLOW_LOG_DIR)")
 	f.DurationVar(&o.Interval, "poll-interval", time.Second, "poll interval for -f")
 	_ = f.MarkHidden("poll-interval")
 	return cmd
@@ -67,17 +85,24 @@ type logDoc struct {
 	Step    string `json:"step"`
 	Attempt int32  `json:"attempt"`
 	Log     string `json:"log"`
+	// Finished: the attempt's log is complete (false: still running, or
+	// its worker was lost before it ended the log).
+	Finished bool `json:"finished"`
 }
 
 func runLogs(ctx context.Context, o *logsOptions) error {
-	store := logstore.NewDir(o.LogDir)
+	store, closeStore, err := o.open(ctx, o)
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	defer closeStore()
 	if !o.Follow {
-		docs, err := readLogs(ctx, store, o, o.RunID, nil)
+		docs, err := readLogs(ctx, store, o)
 		if err != nil {
 			return err
 		}
 		if len(docs) == 0 {
-			return noLogs(o)
+			return noLogs(o, store)
 		}
 		return printLogs(o, docs)
 	}
@@ -87,36 +112,68 @@ func runLogs(ctx context.Context, o *logsOptions) error {
 		return err
 	}
 	defer c.Close()
-	sum, err := describeAgent(ctx, c, o.ID, o.RunID)
+	state := func(ctx context.Context, runID string) (runState, error) {
+		sum, err := describeAgent(ctx, c, o.ID, runID)
+		return runState{RunID: sum.RunID, Closed: sum.ExecutionStatus != "RUNNING"}, err
+	}
+	return followLogs(ctx, o, store, state)
+}
+
+// runState is what -f needs to know of the run: which one, and whether it
+// has closed (then no attempt starts any more).
+type runState struct {
+	RunID  string
+	Closed bool
+}
+
+// followLogs prints every attempt of the step in the run, following each
+// one's chunks until its end marker, until the run has closed. An attempt
+// whose log never ends (its worker died) is left once a later attempt
+// starts or the run closes.
+func followLogs(ctx context.Context, o *logsOptions, store *logstore.Store, state func(context.Context, string) (runState, error)) error {
+	st, err := state(ctx, o.RunID)
 	if err != nil {
 		return err
 	}
-	printed := map[logstore.Key]bool{}
+	runID := st.RunID
+	done := map[logstore.Key]bool{}
+	var all []logDoc
 	ticker := time.NewTicker(o.Interval)
 	defer ticker.Stop()
-	var all []logDoc
 	for {
-		// Read the closure state before the logs, so the last attempt's log
-		// (written before its activity completes) is not missed.
-		closed := sum.ExecutionStatus != "RUNNING"
-		docs, err := readLogs(ctx, store, o, sum.RunID, printed)
+		// Read the closure state before the logs, so the last attempt's
+		// log (ended before its activity completes) is not missed.
+		closed := st.Closed
+		entries, err := store.ListStep(ctx, o.ID, runID, o.Step)
 		if err != nil {
-			return err
+			return &ExitError{Code: ExitFailure, Err: err}
 		}
-		if o.Output == "json" {
-			all = append(all, docs...)
-		} else if err := printLogs(o, docs); err != nil {
-			return err
+		for _, e := range logstore.Find(entries, runID, o.Step, o.Attempt) {
+			if done[e.Key] {
+				continue
+			}
+			doc, err := followAttempt(ctx, o, store, e.Key, runID, state)
+			if err != nil && ctx.Err() != nil {
+				return nil // Ctrl-C ends following; not an error
+			}
+			if err != nil {
+				return &ExitError{Code: ExitFailure, Err: err}
+			}
+			done[e.Key] = true
+			all = append(all, doc)
 		}
 		if closed {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			return nil // Ctrl-C ends following; not an error
+			return nil
 		case <-ticker.C:
 		}
-		if sum, err = describeAgent(ctx, c, o.ID, sum.RunID); err != nil {
+		if st, err = state(ctx, runID); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
 			return err
 		}
 	}
@@ -129,26 +186,81 @@ func runLogs(ctx context.Context, o *logsOptions) error {
 	return nil
 }
 
-// readLogs returns the matching attempts not yet in printed (nil = all),
-// marking them printed.
-func readLogs(ctx context.Context, store *logstore.Dir, o *logsOptions, runID string, printed map[logstore.Key]bool) ([]logDoc, error) {
+// followAttempt prints one attempt as it is stored (to a buffer for -o
+// json) and returns it.
+func followAttempt(ctx context.Context, o *logsOptions, store *logstore.Store, key logstore.Key, runID string,
+	state func(context.Context, string) (runState, error)) (logDoc, error) {
+	doc := logDoc{RunID: key.RunID, Step: key.StepID, Attempt: key.Attempt}
+	var buf bytes.Buffer
+	out := &lastByte{w: &buf}
+	if o.Output != "json" {
+		fmt.Fprintf(o.Streams.Out, "==> %s attempt %d (run %s) <==\n", key.StepID, key.Attempt, key.RunID)
+		out.w = o.Streams.Out
+	}
+	stop := func(ctx context.Context) (bool, error) {
+		st, err := state(ctx, runID)
+		if err != nil || st.Closed {
+			return st.Closed, err
+		}
+		entries, err := store.ListStep(ctx, o.ID, runID, o.Step)
+		if err != nil {
+			return false, err
+		}
+		for _, e := range entries {
+			if e.Key.Attempt > key.Attempt {
+				return true, nil // a later attempt started: this one is over
+			}
+		}
+		return false, nil
+	}
+	err := store.Follow(ctx, key, out, logstore.FollowOptions{Poll: o.Interval, Stop: stop, TailLines: o.Tail})
+	switch {
+	case err == nil:
+		doc.Finished = true
+	case errors.Is(err, logstore.ErrStopped):
+		if out.n > 0 && out.last != '\n' {
+			fmt.Fprintln(out)
+		}
+		fmt.Fprintf(out, "[agentflow: attempt %d's log has no end: its worker stopped before ending it]\n", key.Attempt)
+	default:
+		return doc, err
+	}
+	if o.Output != "json" && out.n > 0 && out.last != '\n' {
+		fmt.Fprintln(out)
+	}
+	doc.Log = buf.String()
+	return doc, nil
+}
+
+// lastByte passes writes on and remembers the last byte written.
+type lastByte struct {
+	w    io.Writer
+	n    int64
+	last byte
+}
+
+func (l *lastByte) Write(p []byte) (int, error) {
+	if len(p) > 0 {
+		l.n += int64(len(p))
+		l.last = p[len(p)-1]
+	}
+	return l.w.Write(p)
+}
+
+// readLogs returns the matching attempts as stored now.
+func readLogs(ctx context.Context, store *logstore.Store, o *logsOptions) ([]logDoc, error) {
 	entries, err := store.List(ctx, o.ID)
 	if err != nil {
 		return nil, &ExitError{Code: ExitFailure, Err: err}
 	}
 	var docs []logDoc
-	for _, e := range logstore.Find(entries, runID, o.Step, o.Attempt) {
-		if printed != nil {
-			if printed[e.Key] {
-				continue
-			}
-			printed[e.Key] = true
-		}
+	for _, e := range logstore.Find(entries, o.RunID, o.Step, o.Attempt) {
 		data, err := store.Read(ctx, e.Key, 0)
 		if err != nil {
 			return nil, &ExitError{Code: ExitFailure, Err: err}
 		}
-		docs = append(docs, logDoc{RunID: e.Key.RunID, Step: e.Key.StepID, Attempt: e.Key.Attempt, Log: string(tailLines(data, o.Tail))})
+		docs = append(docs, logDoc{RunID: e.Key.RunID, Step: e.Key.StepID, Attempt: e.Key.Attempt,
+			Log: string(logstore.TailLines(data, o.Tail)), Finished: e.Finished})
 	}
 	return docs, nil
 }
@@ -160,7 +272,7 @@ func printLogs(o *logsOptions, docs []logDoc) error {
 		}
 		return writeJSON(o.Streams.Out, docs)
 	}
-	headers := len(docs) > 1 || o.Follow
+	headers := len(docs) > 1
 	for _, d := range docs {
 		if headers {
 			fmt.Fprintf(o.Streams.Out, "==> %s attempt %d (run %s) <==\n", d.Step, d.Attempt, d.RunID)
@@ -173,7 +285,7 @@ func printLogs(o *logsOptions, docs []logDoc) error {
 	return nil
 }
 
-func noLogs(o *logsOptions) error {
+func noLogs(o *logsOptions, store *logstore.Store) error {
 	what := fmt.Sprintf("step %s", o.Step)
 	if o.Attempt > 0 {
 		what += fmt.Sprintf(" attempt %d", o.Attempt)
@@ -181,26 +293,6 @@ func noLogs(o *logsOptions) error {
 	if o.RunID != "" {
 		what += " of run " + o.RunID
 	}
-	return &ExitError{Code: ExitFailure, Err: fmt.Errorf("no logs for %s of agent %s in %s (logs live where the worker runs; see --log-dir)", what, o.ID, o.LogDir)}
-}
-
-// tailLines keeps the last n lines of data (n <= 0: all).
-func tailLines(data []byte, n int) []byte {
-	if n <= 0 {
-		return data
-	}
-	end := len(data)
-	if end > 0 && data[end-1] == '\n' {
-		end--
-	}
-	i := end
-	for count := 0; i > 0; i-- {
-		if data[i-1] == '\n' {
-			count++
-			if count == n {
-				break
-			}
-		}
-	}
-	return data[i:]
+	hint := "logs are in the store the workers write; see --store and --log-dir"
+	return &ExitError{Code: ExitFailure, Err: fmt.Errorf("no logs for %s of agent %s in %s (%s)", what, o.ID, store, hint)}
 }

@@ -254,18 +254,6 @@ func TestToolRefsAndResolveDedup(t *testing.T) {
 	require.Equal(t, []string{"echo:1.0", "fetch:2"}, toolRefs(testPlan()))
 }
 
-func TestTailLines(t *testing.T) {
-	data := []byte("one\ntwo\nthree\n")
-	tests := []struct {
-		n    int
-		want string
-	}{{0, "one\ntwo\nthree\n"}, {1, "three\n"}, {2, "two\nthree\n"}, {3, "one\ntwo\nthree\n"}, {10, "one\ntwo\nthree\n"}}
-	for _, tc := range tests {
-		require.Equal(t, tc.want, string(tailLines(data, tc.n)), "n=%d", tc.n)
-	}
-	require.Equal(t, "b", string(tailLines([]byte("a\nb"), 1)))
-}
-
 type fakeInspector struct {
 	img image.InspectResponse
 	err error
