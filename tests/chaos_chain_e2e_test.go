@@ -104,8 +104,8 @@ func (s *syncBuffer) String() string {
 // checkpoint the other worker wrote, and `logs -f` in a third process
 // shows a running step's lines.
 //
-// Runs with the shared directory (default) and with the S3 store and
-// separate data directories per worker (AGENTFLOW_CHAOS_STORE=minio); the
+// Runs with the S3 store and separate data directories per worker
+// (default) and with one shared directory (AGENTFLOW_CHAOS_STORE=shared-dir); the
 // `logs -f` part relies on live chunked logs and `agentctl logs --store`
 // (internal/logstore).
 func TestChaosChainAcrossWorkers(t *testing.T) {
