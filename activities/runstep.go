@@ -143,7 +143,7 @@ func (at *attempt) run(ctx context.Context) (*StepResult, error) {
 		at.req.Resources.GPUs = gpus
 	}
 
-	hb := startHeartbeat(ctx, a.opts.HeartbeatInterval)
+	hb := startHeartbeat(ctx, a.opts.HeartbeatInterval, a.opts.Identity)
 	defer hb.stop()
 
 	// An earlier attempt may have finished with its report lost: adopt

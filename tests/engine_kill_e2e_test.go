@@ -98,6 +98,8 @@ func TestEngineWorkerKill9(t *testing.T) {
 	require.Equal(t, workflows.ClassInfrastructure, lost.Class, "attempt 1: %+v", lost)
 	require.Equal(t, failure.WorkerLost, lost.Type, "attempt 1: %+v", lost)
 	require.Contains(t, lost.Error, "Heartbeat")
+	require.True(t, strings.HasPrefix(lost.Worker, fmt.Sprintf("%d@", a.Process.Pid)),
+		"the lost attempt names the killed worker (from its last heartbeat): %q", lost.Worker)
 	require.Equal(t, workflows.AttemptSuccess, last.Status)
 	require.NotEmpty(t, last.Worker, "the attempt that finished names its worker")
 	e.requireNoContainers(t, id)
@@ -106,9 +108,13 @@ func TestEngineWorkerKill9(t *testing.T) {
 	require.NoError(t, b.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, b.Wait())
 
-	// B found A's sandbox (owner gone) and reaped it before taking work.
+	// A's sandbox (owner gone) is reaped: by B at its start, or by any
+	// other worker on this daemon whose reaper ran first (every worker
+	// reaps sandboxes whose owner is dead, and other test packages start
+	// workers on the same daemon), so which one did it is not asserted;
+	// requireNoContainers above is. exechost/docker's TestReaper pins the
+	// reaper itself.
 	blog, err := os.ReadFile(filepath.Join(e.tmp, "worker-b.log"))
 	require.NoError(t, err)
-	require.Contains(t, string(blog), `msg="reaped orphaned sandboxes" reaped=1`)
 	require.Contains(t, string(blog), `msg="worker stopped"`)
 }

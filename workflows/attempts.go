@@ -109,9 +109,17 @@ func classifyAttempt(err error) attemptFailure {
 		what := timeoutErr.TimeoutType().String()
 		// RunStep heartbeats its phase (provision, exec, checkpoint, …):
 		// where the worker was when it went silent.
-		var phase string
-		if timeoutErr.HasLastHeartbeatDetails() && timeoutErr.LastHeartbeatDetails(&phase) == nil && phase != "" {
-			what += ", last heartbeat in phase " + phase
+		// Its heartbeat also names the worker (the timeout's own identity
+		// is empty on a real server); heartbeats of earlier workers carry
+		// the phase only, and decode with worker left empty.
+		var phase, worker string
+		if timeoutErr.HasLastHeartbeatDetails() && timeoutErr.LastHeartbeatDetails(&phase, &worker) == nil {
+			if phase != "" {
+				what += ", last heartbeat in phase " + phase
+			}
+			if worker != "" {
+				f.worker = worker
+			}
 		}
 		f.msg = fmt.Sprintf("attempt timed out (%s): the worker died or stopped answering", what)
 		return f

@@ -164,6 +164,15 @@ func TestInfraRetries(t *testing.T) {
 			},
 		},
 		{
+			name: "a dead worker is named by its last heartbeat", retries: 0,
+			script:     []stepFn{timeout(enumspb.TIMEOUT_TYPE_HEARTBEAT, "exec", "w-a"), ok("w-b")},
+			wantStatus: StepSuccess, wantCP: "cp-s",
+			want: []attemptView{
+				{1, AttemptFailed, ClassInfrastructure, failure.WorkerLost, "w-a"},
+				{2, AttemptSuccess, "", "", "w-b"},
+			},
+		},
+		{
 			name: "a frozen worker (start-to-close timeout) is infrastructure", retries: 0,
 			script:     append(times(5, timeout(enumspb.TIMEOUT_TYPE_START_TO_CLOSE)), ok("never")),
 			wantStatus: StepFailed,
@@ -385,6 +394,8 @@ func TestWorkerLostMessage(t *testing.T) {
 	}{
 		{"heartbeat with phase", timeout(enumspb.TIMEOUT_TYPE_HEARTBEAT, "checkpoint"),
 			"attempt timed out (Heartbeat, last heartbeat in phase checkpoint): the worker died or stopped answering"},
+		{"heartbeat with phase and worker", timeout(enumspb.TIMEOUT_TYPE_HEARTBEAT, "exec", "w-a"),
+			"attempt timed out (Heartbeat, last heartbeat in phase exec): the worker died or stopped answering"},
 		{"heartbeat without details", timeout(enumspb.TIMEOUT_TYPE_HEARTBEAT),
 			"attempt timed out (Heartbeat): the worker died or stopped answering"},
 		{"details that are not a phase", timeout(enumspb.TIMEOUT_TYPE_HEARTBEAT, map[string]int{"n": 1}),
