@@ -19,6 +19,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/agentflow/agentflow/internal/logstore"
 	"github.com/agentflow/agentflow/internal/spec"
 	"github.com/agentflow/agentflow/workflows"
 )
@@ -88,10 +89,21 @@ func TestEngineE2E(t *testing.T) {
 		r := stepRecord(t, e.status(t, id), "flaky")
 		require.Equal(t, workflows.StepSuccess, r.Status)
 		require.Equal(t, int32(3), r.Attempts)
-		// Every attempt left its log; the failed ones carry the failure.
-		for attempt := 1; attempt <= 3; attempt++ {
-			matches, _ := filepath.Glob(filepath.Join(e.logDir, id, "*", "flaky", fmt.Sprintf("%d.log", attempt)))
-			require.Len(t, matches, 1, "log of attempt %d", attempt)
+		// Every attempt left a finished log; the failed ones carry the failure.
+		logs, closeLogs, err := logstore.NewDir(e.logDir, logstore.Options{})
+		require.NoError(t, err)
+		defer closeLogs()
+		entries, err := logs.ListStep(t.Context(), id, e.status(t, id).RunID, "flaky")
+		require.NoError(t, err)
+		require.Len(t, entries, 3, "one log per attempt: %+v", entries)
+		for i, en := range entries {
+			require.Equal(t, int32(i+1), en.Key.Attempt)
+			require.True(t, en.Finished, "attempt %d's log has its end marker", i+1)
+			data, err := logs.Read(t.Context(), en.Key, 0)
+			require.NoError(t, err)
+			if i < 2 {
+				require.Contains(t, string(data), fmt.Sprintf("attempt %d failed", i+1))
+			}
 		}
 		e.requireNoContainers(t, id)
 	})
