@@ -27,6 +27,9 @@ type StepRequest struct {
 
 	Resources spec.Resources `json:"resources"`
 	Timeout   time.Duration  `json:"timeout"`
+	// Egress is the step's allow-list; header values are still templates
+	// (secret placeholders verbatim), substituted on the worker.
+	Egress []spec.EgressRule `json:"egress,omitempty"`
 
 	// Workspace: a git revision for root steps, or the checkpoints of the
 	// step's dependencies in depends_on order (later wins).

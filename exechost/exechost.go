@@ -74,8 +74,8 @@ type ResourceLimits struct {
 	GPUs           int           // 0 none, >0 that many devices, -1 all
 }
 
-// NetworkMode is the sandbox network. The Docker reference host accepts only
-// NetworkNone.
+// NetworkMode is the sandbox network: NetworkNone (only loopback, the
+// default) or NetworkEgress (egress.go).
 type NetworkMode string
 
 const NetworkNone NetworkMode = "none"
@@ -105,6 +105,10 @@ type ProvisionRequest struct {
 	Workspace Workspace
 	Resources ResourceLimits
 	Network   NetworkMode
+	// Egress is what a NetworkEgress sandbox may reach; nil for
+	// NetworkNone. Its header values may be secrets: hosts keep them out
+	// of the sandbox, its configuration and every log.
+	Egress *EgressPolicy
 	// Env is plain configuration baked into the sandbox. Names that look like
 	// tokens, secrets, passwords, API keys or credentials are refused; such
 	// values travel in ExecRequest.Secrets.

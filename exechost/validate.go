@@ -45,9 +45,10 @@ func (v Validator) ValidateProvision(req ProvisionRequest) error {
 		ps.add("image", "%v", err)
 	}
 	v.checkResources(&ps, req.Resources)
-	if req.Network != "" && req.Network != NetworkNone {
-		ps.add("network", "mode %q not supported: only %q", req.Network, NetworkNone)
+	if req.Network != "" && req.Network != NetworkNone && req.Network != NetworkEgress {
+		ps.add("network", "mode %q not supported: only %q or %q", req.Network, NetworkNone, NetworkEgress)
 	}
+	checkEgress(&ps, req.Network, req.Egress)
 	checkEnv(&ps, "env", req.Env, false)
 	v.checkLabels(&ps, req.Labels)
 	checkWorkspace(&ps, req.Workspace)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"slices"
 	"sync"
@@ -81,6 +82,34 @@ type Options struct {
 	// author can make the worker's daemon contact. Empty: any registry
 	// the daemon can reach.
 	PullRegistries []string
+	// Egress configures the egress boundary of NetworkEgress sandboxes
+	// (egress.go); its zero value refuses every NetworkEgress request.
+	Egress EgressOptions
+}
+
+// EgressOptions configure the egress boundary: per sandbox, an internal
+// network and a proxy container on it that also sits on Network.
+type EgressOptions struct {
+	// ProxyImage is the egress proxy's local image ID ("sha256:…"),
+	// resolved once at worker start (worker --egress-proxy-image); empty
+	// refuses NetworkEgress provisions with a clear error.
+	ProxyImage string
+	// Network is the Docker network the proxies reach upstreams on
+	// (worker --egress-network, default "bridge").
+	Network string
+	// AllowCIDRs are private ranges upstreams may be in (worker
+	// --egress-allow-cidr); loopback, link-local and multicast are
+	// refused always.
+	AllowCIDRs []netip.Prefix
+	// ExtraRootsPEM are CAs the proxy trusts for upstreams and the
+	// sandbox trusts in addition to the per-sandbox CA (worker
+	// --egress-ca-file).
+	ExtraRootsPEM []byte
+	// Resolve overrides DNS in the proxy (test-only, worker
+	// --egress-resolve name=ip).
+	Resolve map[string]string
+	// MaxConnections per sandbox (0: exechost.DefaultEgressConns).
+	MaxConnections int
 }
 
 // Host implements exechost.ExecutionHost on a Docker daemon.

@@ -65,6 +65,21 @@ type Resources struct {
 	Pids           int64 `json:"pids"`
 	GPUs           int   `json:"gpus,omitempty"` // 0 none, -1 all
 	MaxOutputBytes int64 `json:"max_output_bytes"`
+	// MaxEgressBytes bounds the bytes through the egress boundary, both
+	// directions (resources.max_egress); set only on steps with Egress.
+	MaxEgressBytes int64 `json:"max_egress_bytes,omitempty"`
+}
+
+// EgressRule is one entry of a step's egress list: a host (a DNS name, or
+// "*." + name) and port the step's sandbox may reach through the worker's
+// egress proxy, and headers the proxy adds to requests to it. Header
+// values are templates of literal text and {{ .secrets.NAME }} only,
+// substituted on the worker inside the proxy's configuration: the tool
+// never sees them.
+type EgressRule struct {
+	Host    string            `json:"host"`
+	Port    int               `json:"port"`
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 type Approval struct {
@@ -101,6 +116,8 @@ type PlanStep struct {
 	Retries         int           `json:"retries"` // extra attempts
 	ContinueOnError bool          `json:"continue_on_error,omitempty"`
 	Resources       Resources     `json:"resources"`
+	// Egress is what the step may reach (empty: network none, only lo).
+	Egress []EgressRule `json:"egress,omitempty"`
 	// Secrets lists the secret names this step's expressions reference; the
 	// worker resolves exactly these.
 	Secrets []string `json:"secrets,omitempty"`
