@@ -14,29 +14,29 @@ func TestCheckEgressHost(t *testing.T) {
 		}
 	}
 	bad := map[string]string{
-		"":                 "empty",
-		"*":                "wildcard",
-		"*.com":            "two labels",
-		"*.*.example.com":  "wildcard",
-		"a.*.example.com":  "wildcard",
-		"ex*ample.com":     "wildcard",
-		"127.0.0.1":        "IP literal",
-		"169.254.169.254":  "IP literal",
-		"::1":              "IP literal",
-		"[::1]":            "IP literal",
-		"[fe80::1]":        "IP literal",
-		"10.1":             "address",
-		"0x7f.1":           "address",
-		"2130706433":       "address",
-		"Example.com":      "lower case",
-		"example.com.":     "trailing dot",
-		"-a.example.com":   "'-'",
-		"a..example.com":   "empty label",
-		"a_b.example.com":  "only a-z",
-		"exa mple.com":     "only a-z",
-		"example.com:443":  "only a-z",
-		"user@example.com": "only a-z",
-		strings.Repeat("a", 64) + ".com":          "longer than 63",
+		"":                                       "empty",
+		"*":                                      "wildcard",
+		"*.com":                                  "two labels",
+		"*.*.example.com":                        "wildcard",
+		"a.*.example.com":                        "wildcard",
+		"ex*ample.com":                           "wildcard",
+		"127.0.0.1":                              "IP literal",
+		"169.254.169.254":                        "IP literal",
+		"::1":                                    "IP literal",
+		"[::1]":                                  "IP literal",
+		"[fe80::1]":                              "IP literal",
+		"10.1":                                   "address",
+		"0x7f.1":                                 "address",
+		"2130706433":                             "address",
+		"Example.com":                            "lower case",
+		"example.com.":                           "trailing dot",
+		"-a.example.com":                         "'-'",
+		"a..example.com":                         "empty label",
+		"a_b.example.com":                        "only a-z",
+		"exa mple.com":                           "only a-z",
+		"example.com:443":                        "only a-z",
+		"user@example.com":                       "only a-z",
+		strings.Repeat("a", 64) + ".com":         "longer than 63",
 		strings.Repeat("abcdefghi.", 26) + "com": "longer than 253",
 	}
 	for h, want := range bad {
@@ -116,9 +116,11 @@ func TestValidateProvisionEgress(t *testing.T) {
 		"duplicate": func(r *ProvisionRequest) {
 			r.Egress.Rules = append(r.Egress.Rules, r.Egress.Rules[0])
 		},
-		"no byte budget":    func(r *ProvisionRequest) { r.Egress.MaxBytes = 0 },
-		"smuggling header":  func(r *ProvisionRequest) { r.Egress.Rules[0].Headers = map[string]string{"Host": "evil.example"} },
-		"header with CR LF": func(r *ProvisionRequest) { r.Egress.Rules[0].Headers = map[string]string{"Authorization": "x\r\nHost: evil"} },
+		"no byte budget":   func(r *ProvisionRequest) { r.Egress.MaxBytes = 0 },
+		"smuggling header": func(r *ProvisionRequest) { r.Egress.Rules[0].Headers = map[string]string{"Host": "evil.example"} },
+		"header with CR LF": func(r *ProvisionRequest) {
+			r.Egress.Rules[0].Headers = map[string]string{"Authorization": "x\r\nHost: evil"}
+		},
 	}
 	for name, mutate := range cases {
 		req := good
