@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"github.com/agentflow/agentflow/exechost"
+
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -59,6 +61,14 @@ func Compile(s *Spec) (*Plan, error) {
 			Resources:       f.res,
 			Secrets:         f.secrets,
 		}
+		if len(f.egress.rules) > 0 {
+			ps.Egress = f.egress.rules
+			if ps.Resources.MaxEgressBytes == 0 {
+				ps.Resources.MaxEgressBytes = exechost.DefaultEgressBytes
+			}
+		} else {
+			ps.Resources.MaxEgressBytes = 0 // meaningful only with egress
+		}
 		if len(st.DependsOn) > 0 {
 			ps.ExplicitDependsOn = slices.Clone(st.DependsOn)
 		}
@@ -69,7 +79,7 @@ func Compile(s *Spec) (*Plan, error) {
 		if st.Approval != nil {
 			// Approval steps run no sandbox: no limits, no retries.
 			ps.Approval = &Approval{Prompt: st.Approval.Prompt, Timeout: f.approval}
-			ps.Timeout, ps.Retries, ps.Resources = 0, 0, Resources{}
+			ps.Timeout, ps.Retries, ps.Resources, ps.Egress = 0, 0, Resources{}, nil
 		}
 		p.Steps[i] = ps
 	}

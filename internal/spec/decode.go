@@ -119,6 +119,7 @@ func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag(
 var (
 	quantityType  = reflect.TypeFor[Quantity]()
 	inputListType = reflect.TypeFor[InputList]()
+	egressType    = reflect.TypeFor[EgressEntry]()
 )
 
 // decode fills v from n. path names the field for error messages.
@@ -145,6 +146,15 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) 
 			return
 		}
 		v.SetString(n.Value)
+		return
+	case t == egressType && n.Kind == yaml.ScalarNode:
+		// The short form: "host:port".
+		if n.ShortTag() != "!!str" {
+			d.typeErr(orig, path, "expected \"host:port\" or {host, headers}, got %s", kindName(n))
+			return
+		}
+		d.s.nodes[path+".host"] = n
+		v.FieldByName("Host").SetString(n.Value)
 		return
 	case t == inputListType && n.Kind == yaml.MappingNode:
 		if len(n.Content) != 0 {

@@ -76,7 +76,8 @@ type GitSource struct {
 type Defaults struct {
 	Timeout   string        `yaml:"timeout" example:"60s" doc:"Default per-attempt timeout (Go duration, plus 'd' for days). Built-in: 10m."`
 	Retries   *int          `yaml:"retries" min:"0" max:"10" doc:"Default extra attempts after a failure (0-10). Built-in: 0."`
-	Resources *ResourceSpec `yaml:"resources" doc:"Default resource limits. Built-in: cpu 1, memory 512Mi, disk 256Mi, pids 256, max_output 8Mi."`
+	Resources *ResourceSpec `yaml:"resources" doc:"Default resource limits. Built-in: cpu 1, memory 512Mi, disk 256Mi, pids 256, max_output 8Mi, max_egress 64Mi."`
+	Egress    []EgressEntry `yaml:"egress" doc:"Default egress allow-list of steps that declare none (built-in: none, network off)."`
 }
 
 // Step is one node of the DAG: exactly one of tool, image or approval.
@@ -93,6 +94,15 @@ type Step struct {
 	ContinueOnError bool              `yaml:"continue_on_error" doc:"A failure of this step does not fail the run."`
 	Resources       *ResourceSpec     `yaml:"resources" doc:"Resource limits of the step's sandbox."`
 	Env             map[string]string `yaml:"env" doc:"Environment variables. Names that look like secrets must take exactly {{ .secrets.NAME }}."`
+	Egress          []EgressEntry     `yaml:"egress" doc:"Services the step may reach through the worker's egress proxy: \"host:port\" or {host: \"host:port\", headers: {...}}. Without it the sandbox has no network (only lo)."`
+}
+
+// EgressEntry is one allow-list entry: "host:port" (a lower-case DNS name,
+// a leading "*." allowed, never an IP literal), written as a plain string
+// or as a mapping with headers the proxy adds to requests to that host.
+type EgressEntry struct {
+	Host    string            `yaml:"host" required:"true" example:"api.openai.com:443" doc:"host:port; a leading *. matches every name under the domain (not the domain itself)."`
+	Headers map[string]string `yaml:"headers" doc:"Headers the egress proxy sets on requests to this host (TLS is terminated for it); values are text with {{ .secrets.NAME }} placeholders, never seen by the tool."`
 }
 
 // Quantity is a scalar written as a string or a number (cpu: 2, cpu: "1.5").
@@ -105,6 +115,7 @@ type ResourceSpec struct {
 	Pids      *int     `yaml:"pids" min:"1" max:"32768" doc:"Maximum number of processes."`
 	GPU       Quantity `yaml:"gpu" example:"1" doc:"Whole GPUs: \"1\", \"2\" or \"all\". Fractions are not supported."`
 	MaxOutput Quantity `yaml:"max_output" example:"8Mi" doc:"Cap on the tool's combined stdout+stderr."`
+	MaxEgress Quantity `yaml:"max_egress" example:"64Mi" doc:"Bytes through the egress proxy, both directions (steps with egress only; default 64Mi)."`
 }
 
 type ApprovalSpec struct {

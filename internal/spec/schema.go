@@ -38,6 +38,11 @@ func (g *schemaGen) typeSchema(t reflect.Type) map[string]any {
 	switch {
 	case t == quantityType:
 		return map[string]any{"type": []string{"string", "number"}}
+	case t == egressType:
+		return map[string]any{"anyOf": []any{
+			map[string]any{"type": "string", "pattern": `^(\*\.)?[a-z0-9.-]+:[0-9]+$`},
+			g.ref(t),
+		}}
 	case t == inputListType:
 		return map[string]any{"anyOf": []any{
 			map[string]any{"type": "array", "items": g.ref(reflect.TypeFor[Input]())},

@@ -51,6 +51,9 @@ func (v *validator) checkSteps(inputs, secrets map[string]bool) {
 		}
 		v.ids[st.ID] = i
 	}
+	if d := v.s.Defaults; d != nil && v.has("defaults.egress") {
+		v.a.defaultEgress = v.checkEgress("defaults.egress", d.Egress, secrets)
+	}
 	edges := map[edge]edgeSite{}
 	deps := make([][]int, len(steps))
 	for i := range steps {
@@ -171,7 +174,7 @@ func (v *validator) checkStep(i int, inputs, secrets map[string]bool, edges map[
 	// Limits.
 	facts.timeout, facts.retries, facts.res = v.a.defaultTimeout, v.a.defaultRetries, v.a.defaultRes
 	if st.Approval != nil {
-		for _, f := range []string{"inputs", "env", "resources", "retries", "timeout"} {
+		for _, f := range []string{"inputs", "env", "resources", "retries", "timeout", "egress"} {
 			if v.has(p + "." + f) {
 				msg := fmt.Sprintf("approval step %q takes no %s", st.ID, f)
 				if f == "timeout" {
@@ -197,6 +200,21 @@ func (v *validator) checkStep(i int, inputs, secrets map[string]bool, edges map[
 		facts.retries = v.checkRetries(p+".retries", *st.Retries)
 	}
 	facts.res = v.checkResources(p+".resources", st.Resources, facts.res)
+
+	// Egress: the step's own list replaces the default one; `egress: []`
+	// opts a step out of defaults.egress (no network).
+	facts.egress = v.a.defaultEgress
+	if v.has(p + ".egress") {
+		facts.egress = v.checkEgress(p+".egress", st.Egress, secrets)
+	}
+	for _, n := range facts.egress.secrets {
+		if !slices.Contains(facts.secrets, n) {
+			facts.secrets = append(facts.secrets, n)
+		}
+	}
+	if len(facts.egress.rules) == 0 && v.has(p+".resources.max_egress") {
+		v.errKey(p+".resources.max_egress", "max_egress bounds the egress proxy: step %q declares no egress", st.ID)
+	}
 }
 
 func anyMap(m map[string]any) any {

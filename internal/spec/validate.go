@@ -80,6 +80,7 @@ type analysis struct {
 	defaultTimeout time.Duration
 	defaultRetries int
 	defaultRes     Resources
+	defaultEgress  egressFacts
 	temporalCron   string
 }
 
@@ -104,6 +105,7 @@ type stepFacts struct {
 	retries  int
 	res      Resources
 	approval time.Duration
+	egress   egressFacts
 }
 
 type validator struct {
@@ -379,6 +381,7 @@ func (v *validator) checkResources(path string, r *ResourceSpec, base Resources)
 	size("memory", r.Memory, &out.MemoryBytes, minMemoryBytes, maxMemoryBytes)
 	size("disk", r.Disk, &out.DiskBytes, minDiskBytes, maxDiskBytes)
 	size("max_output", r.MaxOutput, &out.MaxOutputBytes, minOutputBytes, maxOutputBytes)
+	size("max_egress", r.MaxEgress, &out.MaxEgressBytes, minEgressBytes, maxEgressBytes)
 	if r.Pids != nil {
 		if *r.Pids < minPids || *r.Pids > maxPids {
 			v.errf(path+".pids", "pids %d out of range %d-%d", *r.Pids, minPids, maxPids)
