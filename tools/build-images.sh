@@ -257,8 +257,48 @@ else
   log "tool images up to date"
 fi
 
+# ---- the egress proxy ------------------------------------------------------------
+# agentflow/egress-proxy:latest: /bin/agentflow-egress-proxy (static Go, from
+# cmd/agentflow-egress-proxy) on an otherwise empty rootfs (no shell, no
+# roots: the worker hands it the roots it trusts), a non-root numeric user.
+# The egress boundary of every NetworkEgress sandbox (docs/security/egress.md).
+PROXY_TAG=agentflow/egress-proxy:latest
+PROXY_UID=65530
+proxy_image() {
+  local bin=$1 stage=$WORK/proxy-rootfs tarball=$WORK/proxy.tar
+  mkdir -p "$stage/bin" "$stage/tmp"
+  install -m 0755 "$bin" "$stage/bin/agentflow-egress-proxy"
+  chmod 1777 "$stage/tmp"
+  tar "${TARFLAGS[@]}" --owner=0 --group=0 -C "$stage" -cf "$tarball" .
+  docker import \
+    --change "USER $PROXY_UID:$PROXY_UID" \
+    --change 'ENTRYPOINT ["/bin/agentflow-egress-proxy"]' \
+    --change 'CMD []' \
+    --change "LABEL org.agentflow.egress-proxy=1 $INPUTS_LABEL=$PROXY_HASH" \
+    --message "agentflow egress proxy" \
+    "$tarball" "$PROXY_TAG" >/dev/null
+}
+PROXY_HASH=$( {
+  printf '%s\n' "$GOVERSION" "$PROXY_UID"
+  declare -f proxy_image
+  cat "$ROOT/go.sum"
+  (cd "$ROOT" && go list -deps -f '{{if not .Standard}}{{if eq .Module.Path "'"$MODULE"'"}}{{.Dir}}{{end}}{{end}}' ./cmd/agentflow-egress-proxy |
+    xargs -I{} find {} -maxdepth 1 -name '*.go' ! -name '*_test.go' | sort | xargs sha256sum | sed "s#  $ROOT/# #")
+} | sha)
+inspect_all "$PROXY_TAG"
+if [[ $FORCE == 0 && ${LABEL[$PROXY_TAG]:-} == "$PROXY_HASH" ]]; then
+  log "$PROXY_TAG up to date"
+else
+  log "building $PROXY_TAG"
+  mkdir -p "$WORK/bin"
+  (cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags='-s -w' -o "$WORK/bin/agentflow-egress-proxy" ./cmd/agentflow-egress-proxy)
+  proxy_image "$WORK/bin/agentflow-egress-proxy"
+  inspect_all "$PROXY_TAG"
+fi
+
 # ---- report --------------------------------------------------------------------
 printf '%-40s %s\n' "$BASE_TAG" "${ID[$BASE_TAG]}"
+printf '%-40s %s\n' "$PROXY_TAG" "${ID[$PROXY_TAG]}"
 for name in "${TOOL_NAMES[@]}"; do
   printf '%-40s %s\n' "$(tag_of "$name")" "${ID[$(tag_of "$name")]}"
 done
