@@ -3,6 +3,7 @@ package expr
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -44,7 +45,7 @@ func ParseSecretText(s string) ([]string, error) {
 			return nil, &SecretTextError{Offset: off + i, Msg: "only {{ .secrets.NAME }} placeholders are allowed here (no other expressions, filters or functions)"}
 		}
 		name := rest[i+loc[2] : i+loc[3]]
-		if !containsString(names, name) {
+		if !slices.Contains(names, name) {
 			names = append(names, name)
 		}
 		rest, off = rest[i+loc[1]:], off+i+loc[1]
@@ -66,13 +67,4 @@ func SubstituteSecretText(s string, values map[string]string) (string, error) {
 	return secretTextRe().ReplaceAllStringFunc(s, func(m string) string {
 		return values[secretTextRe().FindStringSubmatch(m)[1]]
 	}), nil
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

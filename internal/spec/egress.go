@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -76,7 +77,7 @@ func (v *validator) checkEgress(path string, entries []EgressEntry, secrets map[
 					v.errf(kp, "header %s: unknown secret %q (declare it under secrets)", k, n)
 					continue
 				}
-				if !contains(f.secrets, n) {
+				if !slices.Contains(f.secrets, n) {
 					f.secrets = append(f.secrets, n)
 				}
 			}
@@ -120,13 +121,4 @@ func (v *validator) checkEgressHostPort(path, s string) (EgressRule, bool) {
 		return EgressRule{}, false
 	}
 	return EgressRule{Host: host, Port: port}, true
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
