@@ -43,6 +43,7 @@ type Client interface {
 	ContainerInspect(ctx context.Context, containerID string) (container.InspectResponse, error)
 	ContainerWait(ctx context.Context, containerID string, condition container.WaitCondition) (<-chan container.WaitResponse, <-chan error)
 	imageClient
+	egressClient
 }
 
 var _ Client = (*client.Client)(nil)
@@ -124,6 +125,11 @@ type Host struct {
 	log     *slog.Logger
 	runtime string
 	images  *images
+	egress  EgressOptions
+	roots   egressRoots
+
+	denyOnce  sync.Once
+	denyAddrs []string // this machine's addresses (egressDenyAddrs)
 
 	mu    sync.Mutex
 	execs map[exechost.ExecutionID]*execution
@@ -154,6 +160,9 @@ type execution struct {
 	// inherited are the entries the workspace was provisioned with, exempt
 	// from a checkpoint's name refusal (workspace.Redaction).
 	inherited map[string]string
+	// egress is the boundary of a NetworkEgress sandbox (written under
+	// both mu and Host.mu, like containerID).
+	egress *boundary
 }
 
 // New returns a Host. It does not contact the daemon.
@@ -198,6 +207,13 @@ func New(opts Options) (*Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker host: %w", err)
 	}
+	if opts.Egress.Network == "" {
+		opts.Egress.Network = DefaultEgressNetwork
+	}
+	roots, err := loadEgressRoots(opts.Egress.ExtraRootsPEM)
+	if err != nil {
+		return nil, fmt.Errorf("docker host: %w", err)
+	}
 	return &Host{
 		c:       opts.Client,
 		store:   opts.Store,
@@ -214,8 +230,10 @@ func New(opts Options) (*Host, error) {
 			registries: slices.Clone(opts.PullRegistries),
 			pulls:      make(map[string]*pull),
 		},
-		execs: make(map[exechost.ExecutionID]*execution),
-		gone:  make(map[exechost.ExecutionID]time.Time),
+		egress: opts.Egress,
+		roots:  roots,
+		execs:  make(map[exechost.ExecutionID]*execution),
+		gone:   make(map[exechost.ExecutionID]time.Time),
 	}, nil
 }
 
@@ -228,6 +246,9 @@ func (h *Host) Owner() string { return h.owner }
 func (h *Host) Provision(ctx context.Context, req exechost.ProvisionRequest) (*exechost.Execution, error) {
 	if err := h.policy.ValidateProvision(req); err != nil {
 		return nil, fmt.Errorf("provision %s: %w", req.ExecutionID, err)
+	}
+	if req.Network == exechost.NetworkEgress && h.egress.ProxyImage == "" {
+		return nil, fmt.Errorf("provision %s: %w", req.ExecutionID, errNoEgress)
 	}
 	for {
 		h.mu.Lock()
@@ -254,7 +275,7 @@ func (h *Host) Provision(ctx context.Context, req exechost.ProvisionRequest) (*e
 		}
 		x, err := h.provision(ctx, e, req)
 		if err != nil {
-			h.forget(e, false)
+			h.forget(e, false) // provision removed what it made
 		}
 		e.mu.Unlock()
 		if err != nil {
@@ -277,7 +298,7 @@ func (e *execution) describe() *exechost.Execution {
 
 // forget drops e from the table if it is still the registered record; an
 // ended execution leaves a tombstone.
-func (h *Host) forget(e *execution, ended bool) (containerID string) {
+func (h *Host) forget(e *execution, ended bool) (containerID string, b *boundary) {
 	h.mu.Lock()
 	if h.execs[e.id] == e {
 		delete(h.execs, e.id)
@@ -285,12 +306,12 @@ func (h *Host) forget(e *execution, ended bool) (containerID string) {
 			h.tombstone(e.id)
 		}
 	}
-	t, containerID := e.timer, e.containerID
+	t, containerID, b := e.timer, e.containerID, e.egress
 	h.mu.Unlock()
 	if t != nil {
 		t.Stop()
 	}
-	return containerID
+	return containerID, b
 }
 
 // tombstone records an ended ID; h.mu is held.
@@ -342,14 +363,30 @@ func (h *Host) provision(ctx context.Context, e *execution, req exechost.Provisi
 	}
 
 	deadline := time.Now().Add(req.Resources.Runtime)
-	spec := h.spec(req, policy.Meta{Owner: h.owner, ImageID: img.ID, Deadline: deadline})
+	meta := policy.Meta{Owner: h.owner, ImageID: img.ID, Deadline: deadline}
+	spec := h.spec(req, meta)
+	var b *boundary
+	if req.Network == exechost.NetworkEgress {
+		if b, err = h.openBoundary(ctx, req, meta); err != nil {
+			return nil, err
+		}
+		h.mu.Lock()
+		e.egress = b
+		h.mu.Unlock()
+		spec = policy.WithEgress(spec, b.networkName, b.proxyIP, len(b.bundle) > 0)
+	}
 	id, err := h.create(ctx, req.ExecutionID, spec)
 	if err != nil {
+		h.closeBoundary(ctx, b)
+		if e.terminated.Load() { // Terminate took the boundary meanwhile
+			return nil, exechost.ErrTerminated
+		}
 		return nil, err
 	}
-	// From here on a failure must remove the container.
+	// From here on a failure must remove the container (and the boundary).
 	fail := func(err error) (*exechost.Execution, error) {
 		h.remove(context.WithoutCancel(ctx), id)
+		h.closeBoundary(ctx, b)
 		return nil, err
 	}
 	h.mu.Lock()
@@ -360,6 +397,11 @@ func (h *Host) provision(ctx context.Context, e *execution, req exechost.Provisi
 	}
 	if err := h.c.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
 		return fail(fmt.Errorf("start sandbox: %w", err))
+	}
+	if b != nil && len(b.bundle) > 0 {
+		if err := h.writeBundle(ctx, id, b.bundle); err != nil {
+			return fail(err)
+		}
 	}
 	e.imageID, e.image = img.ID, req.Image
 	e.resources, e.deadline = req.Resources, deadline
@@ -491,9 +533,11 @@ func (h *Host) lookup(id exechost.ExecutionID) (*execution, error) {
 // underneath us, or past its deadline).
 func (h *Host) lost(e *execution) {
 	e.terminated.Store(true)
-	if id := h.forget(e, true); id != "" {
+	id, b := h.forget(e, true)
+	if id != "" {
 		h.remove(context.Background(), id)
 	}
+	h.closeBoundary(context.Background(), b)
 }
 
 // expire is the host-side runtime deadline.
@@ -512,11 +556,12 @@ func (h *Host) Terminate(ctx context.Context, id exechost.ExecutionID) error {
 	h.mu.Lock()
 	e, ok := h.execs[id]
 	var containerID string
+	var b *boundary
 	if ok {
 		delete(h.execs, id)
 		h.tombstone(id)
 		e.terminated.Store(true)
-		containerID = e.containerID
+		containerID, b = e.containerID, e.egress
 		if e.timer != nil {
 			e.timer.Stop()
 		}
@@ -526,12 +571,19 @@ func (h *Host) Terminate(ctx context.Context, id exechost.ExecutionID) error {
 		return nil
 	}
 	// A provision still before container creation sees terminated and
-	// removes its own container.
+	// removes its own container (and boundary).
 	if containerID != "" {
 		err := h.c.ContainerRemove(context.WithoutCancel(ctx), containerID, container.RemoveOptions{Force: true, RemoveVolumes: true})
 		if err != nil && !errdefs.IsNotFound(err) && !errdefs.IsConflict(err) {
 			return fmt.Errorf("terminate %s: %w", id, err)
 		}
+	}
+	if b != nil {
+		// The network's last member must be gone before it can go.
+		if containerID != "" {
+			h.remove(ctx, containerID)
+		}
+		h.closeBoundary(ctx, b)
 	}
 	return nil
 }

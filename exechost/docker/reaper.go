@@ -10,6 +10,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/errdefs"
 
 	"github.com/agentflow/agentflow/exechost"
@@ -20,6 +21,8 @@ import (
 type ReaperClient interface {
 	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)
 	ContainerRemove(ctx context.Context, containerID string, options container.RemoveOptions) error
+	NetworkList(ctx context.Context, options network.ListOptions) ([]network.Summary, error)
+	NetworkRemove(ctx context.Context, networkID string) error
 }
 
 // ReapOptions configure one sweep.
@@ -42,17 +45,26 @@ type ReapOptions struct {
 	Logger *slog.Logger
 }
 
-// Reaped is one removed sandbox.
+// Reaped is one removed sandbox, egress proxy or egress network.
 type Reaped struct {
+	// ContainerID is the container's ID, or the network's (Role
+	// policy.RoleEgressNetwork).
 	ContainerID string
 	ExecutionID exechost.ExecutionID
 	Owner       string
 	Reason      string // deadline, never_started, exited, owner_gone, untracked
+	// Role is "" for a sandbox, else policy.RoleEgressProxy or
+	// policy.RoleEgressNetwork.
+	Role string
 }
 
 // Reap removes agentflow sandboxes that should not exist any more: past
 // their deadline, created but never started, exited but not removed, owned
 // by a process that is gone, or (with Keep) owned by us but not tracked.
+// Egress proxies are containers like sandboxes and go by the same rules;
+// egress networks go by the deadline, owner and Keep rules, after the
+// containers (a network with members cannot be removed; one whose last
+// member is still going is left to the next sweep).
 // The worker calls it at start-up and then periodically.
 func Reap(ctx context.Context, c ReaperClient, opts ReapOptions) ([]Reaped, error) {
 	if opts.OwnerAlive == nil {
@@ -89,12 +101,54 @@ func Reap(ctx context.Context, c ReaperClient, opts ReapOptions) ([]Reaped, erro
 			continue
 		}
 		r := Reaped{ContainerID: s.ID, ExecutionID: exechost.ExecutionID(s.Labels[policy.LabelExecution]),
-			Owner: s.Labels[policy.LabelOwner], Reason: reason}
+			Owner: s.Labels[policy.LabelOwner], Reason: reason, Role: s.Labels[policy.LabelRole]}
 		opts.Logger.Info("reaped sandbox", "container_id", r.ContainerID, "execution_id", r.ExecutionID,
+			"owner", r.Owner, "reason", r.Reason, "role", r.Role)
+		reaped = append(reaped, r)
+	}
+	nets, err := c.NetworkList(ctx, network.ListOptions{Filters: f})
+	if err != nil {
+		return reaped, errors.Join(append(errs, fmt.Errorf("reap: list egress networks: %w", err))...)
+	}
+	for _, n := range nets {
+		reason := networkReapReason(n, opts, now)
+		if reason == "" {
+			continue
+		}
+		err := c.NetworkRemove(ctx, n.ID)
+		switch {
+		case errdefs.IsForbidden(err) || errdefs.IsConflict(err):
+			continue // members still going: the next sweep
+		case err != nil && !errdefs.IsNotFound(err):
+			errs = append(errs, fmt.Errorf("reap network %s: %w", n.ID, err))
+			continue
+		}
+		r := Reaped{ContainerID: n.ID, ExecutionID: exechost.ExecutionID(n.Labels[policy.LabelExecution]),
+			Owner: n.Labels[policy.LabelOwner], Reason: reason, Role: policy.RoleEgressNetwork}
+		opts.Logger.Info("reaped egress network", "network_id", r.ContainerID, "execution_id", r.ExecutionID,
 			"owner", r.Owner, "reason", r.Reason)
 		reaped = append(reaped, r)
 	}
 	return reaped, errors.Join(errs...)
+}
+
+// networkReapReason is reapReason for an execution's network. A network
+// of a live execution of another owner is left alone until its deadline.
+func networkReapReason(n network.Summary, opts ReapOptions, now time.Time) string {
+	owner := n.Labels[policy.LabelOwner]
+	if d, err := strconv.ParseInt(n.Labels[policy.LabelDeadline], 10, 64); err != nil || now.After(time.Unix(d, 0).Add(time.Second)) {
+		return "deadline"
+	}
+	if owner == opts.Owner {
+		if opts.Keep != nil && !opts.Keep(exechost.ExecutionID(n.Labels[policy.LabelExecution])) {
+			return "untracked"
+		}
+		return ""
+	}
+	if !opts.OwnerAlive(owner) {
+		return "owner_gone"
+	}
+	return ""
 }
 
 func reapReason(s container.Summary, opts ReapOptions, now time.Time) string {

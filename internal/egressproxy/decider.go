@@ -46,6 +46,12 @@ func (d *decider) Decide(args acl.DecideArgs) (acl.Decision, error) {
 	}
 	dec := acl.Decision{Result: acl.Allow, Reason: "egress rule " + r.String()}
 	if len(r.Headers) > 0 {
+		// Headers carry credentials: they are added inside TLS only. A
+		// plain http:// request to such a host would go without them, or
+		// with them in clear text; it is refused so the tool learns why.
+		if args.ConnectReq == nil && (args.Req == nil || args.Req.Method != http.MethodConnect) {
+			return acl.Decision{Result: acl.Deny, Reason: "egress rule " + r.String() + " adds headers, which travel over TLS only: use https://"}, nil
+		}
 		dec.MitmConfig = &acl.MitmConfig{AddHeaders: r.Headers}
 	}
 	return dec, nil

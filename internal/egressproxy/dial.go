@@ -48,8 +48,9 @@ type dialer struct {
 func (d *dialer) dial(ctx context.Context, network, addr string, timeout time.Duration) (net.Conn, error) {
 	p := d.p
 	host, port, kind := "", 0, "http"
+	var sctx *smokescreen.SmokescreenContext
 	if pctx, ok := ctx.Value(goproxy.ProxyContextKey).(*goproxy.ProxyCtx); ok {
-		if sctx, ok := pctx.UserData.(*smokescreen.SmokescreenContext); ok {
+		if sctx, ok = pctx.UserData.(*smokescreen.SmokescreenContext); ok {
 			host, port = splitHostPort(sctx.RequestedHost, 0)
 			kind = sctx.ProxyType
 			if sctx.Decision != nil && sctx.Decision.MitmConfig != nil {
@@ -62,6 +63,9 @@ func (d *dialer) dial(ctx context.Context, network, addr string, timeout time.Du
 	}
 	refuse := func(reason string) (net.Conn, error) {
 		p.rec.write(wire.Record{Type: "conn", Host: host, Port: port, Kind: kind, Allowed: false, Reason: reason, Address: addr})
+		if sctx != nil {
+			p.refusals.Store(sctx, reason) // answered 403 (Proxy.reject)
+		}
 		return nil, fmt.Errorf("egress: %s: %s", addr, reason)
 	}
 	ap, err := netip.ParseAddrPort(addr)

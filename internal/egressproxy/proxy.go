@@ -18,6 +18,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,6 +46,10 @@ type Proxy struct {
 	resolve   map[string]netip.Addr
 
 	conns, bytes atomic.Int64
+	// refusals are the reasons of requests refused at dial time (an
+	// address refused always, a budget), so their answer is a 403 like
+	// every other refusal, not smokescreen's 500 for an unknown error.
+	refusals sync.Map // *smokescreen.SmokescreenContext → string
 
 	// unsafeAllowLoopback lets in-process tests use upstreams on
 	// 127.0.0.1. Never set outside tests: wire.Config cannot set it.
@@ -108,11 +115,7 @@ func New(cfg wire.Config, out io.Writer, log io.Writer) (*Proxy, error) {
 	sc.ProxyDialTimeout = (&dialer{p: p}).dial
 	// smokescreen answers a refused forward request with 407; a refusal
 	// is 403, for forward requests as for CONNECT.
-	sc.RejectResponseHandlerWithCtx = func(_ *smokescreen.SmokescreenContext, r *http.Response) {
-		if r.StatusCode == http.StatusProxyAuthRequired {
-			r.StatusCode, r.Status = http.StatusForbidden, "403 Forbidden"
-		}
-	}
+	sc.RejectResponseHandlerWithCtx = p.reject
 	sc.ConnTracker = conntrack.NewTracker(sc.IdleTimeout, sc.MetricsClient, lg, sc.ShuttingDown, nil)
 	sc.ShuttingDown.Store(false)
 	if err := sc.InitializeSelfConnectionDetection(); err != nil {
@@ -139,6 +142,21 @@ func New(cfg wire.Config, out io.Writer, log io.Writer) (*Proxy, error) {
 	proxy.Tr.DisableKeepAlives = true
 	p.sc, p.handler = sc, proxy
 	return p, nil
+}
+
+// reject rewrites smokescreen's refusals: 407 for a denied request and
+// 500 for one refused at dial time both become 403 with the reason.
+func (p *Proxy) reject(sctx *smokescreen.SmokescreenContext, r *http.Response) {
+	if reason, ok := p.refusals.LoadAndDelete(sctx); ok {
+		msg := fmt.Sprintf("Egress proxying is denied: %s\n", reason)
+		r.Body, r.ContentLength = io.NopCloser(strings.NewReader(msg)), int64(len(msg))
+		r.Header.Set("Content-Length", strconv.Itoa(len(msg)))
+		r.StatusCode, r.Status = http.StatusForbidden, "403 Forbidden"
+		return
+	}
+	if r.StatusCode == http.StatusProxyAuthRequired {
+		r.StatusCode, r.Status = http.StatusForbidden, "403 Forbidden"
+	}
 }
 
 // Serve answers on ln until ctx ends or the deadline passes.

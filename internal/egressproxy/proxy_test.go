@@ -226,10 +226,15 @@ func TestAddressesRefusedAlways(t *testing.T) {
 			tp := start(t, cfg, false)
 			for _, scheme := range []string{"http", "https"} {
 				resp, err := tp.client(nil).Get(fmt.Sprintf("%s://svc.example.com:%d/", scheme, up.port()))
-				if err == nil {
-					require.NotEqual(t, 200, resp.StatusCode)
-					resp.Body.Close()
+				if scheme == "https" {
+					require.ErrorContains(t, err, "Forbidden", "CONNECT refused with 403")
+					continue
 				}
+				require.NoError(t, err)
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				require.Equal(t, http.StatusForbidden, resp.StatusCode, "%s", body)
+				require.Contains(t, string(body), "refused")
 			}
 			require.Zero(t, up.hits.Load())
 			rec := tp.recs.waitRecord(t, func(r wire.Record) bool { return !r.Allowed && r.Host == "svc.example.com" })
@@ -381,6 +386,25 @@ func TestHeaderInjection(t *testing.T) {
 
 	require.NotContains(t, tp.recs.text(), secretValue, "a record carries a header value")
 	tp.recs.waitRecord(t, func(r wire.Record) bool { return r.Allowed && r.Kind == "mitm" && r.Host == "api.example.com" })
+}
+
+// TestHeaderRuleRefusesPlainHTTP: a rule with headers is served over TLS
+// only; a plain http:// request to its host is refused (the credential
+// would travel in clear text, or the request without it).
+func TestHeaderRuleRefusesPlainHTTP(t *testing.T) {
+	up := newUpstream(t, false, nil)
+	caPEM, keyPEM, _ := newCA(t)
+	cfg := loopbackCfg([]wire.Rule{{Host: "api.example.com", Port: up.port(), Headers: map[string]string{"Authorization": "Bearer " + secretValue}}}, "api.example.com")
+	cfg.CACertPEM, cfg.CAKeyPEM = caPEM, keyPEM
+	tp := start(t, cfg, true)
+	resp, err := tp.client(nil).Get(fmt.Sprintf("http://api.example.com:%d/", up.port()))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	require.Zero(t, up.hits.Load())
+	rec := tp.recs.waitRecord(t, func(r wire.Record) bool { return !r.Allowed && r.Host == "api.example.com" })
+	require.Contains(t, rec.Reason, "TLS only")
+	require.NotContains(t, tp.recs.text(), secretValue)
 }
 
 func TestMITMVerifiesUpstream(t *testing.T) {

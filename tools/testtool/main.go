@@ -43,7 +43,10 @@ var tool = toolkit.Tool{
   sigterm     seconds=300     wait for SIGTERM, print a marker on stderr, exit 143
   trickle     lines=5 seconds=1 message="trickle" gate=""
                               write "<message> line i/N" to stderr, one per interval; with
-                              gate (a workspace path), wait after line 1 until it exists`,
+                              gate (a workspace path), wait after line 1 until it exists
+  net         probes=[{kind: dial|dns|connect|http, ...}]  network attempts, each reported
+                              (dial addr; dns name; connect target proxy tls sni verify send_bytes;
+                              http url method body_bytes header follow)`,
 }
 
 // input holds every mode's fields; json.Number keeps big values exact.
@@ -69,6 +72,7 @@ type input struct {
 	Names       []string       `json:"names"`
 	Lines       toolkit.Number `json:"lines"`
 	Gate        string         `json:"gate"`
+	Probes      []probe        `json:"probes"`
 
 	raw map[string]any
 }
@@ -94,6 +98,7 @@ var modes = map[string]mode{
 	"echoenv":     modeEchoEnv,
 	"sigterm":     modeSigterm,
 	"trickle":     modeTrickle,
+	"net":         modeNet,
 }
 
 func main() {

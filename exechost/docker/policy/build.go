@@ -68,11 +68,10 @@ func RuntimeSeconds(r time.Duration) int64 {
 	return int64(math.Ceil(r.Seconds()))
 }
 
-// Build turns a request that passed ValidateProvision into container
-// configuration. It never consults the image's own entrypoint, user,
-// working directory or volumes.
-func (p *Policy) Build(req exechost.ProvisionRequest, meta Meta) Spec {
-	r := req.Resources
+// OwnershipLabels are the labels every container and network of one
+// execution carries: the request's own, then who owns it, which execution
+// it belongs to and when it must be gone (the reaper reads them).
+func OwnershipLabels(req exechost.ProvisionRequest, meta Meta) map[string]string {
 	labels := make(map[string]string, len(req.Labels)+5)
 	for k, v := range req.Labels {
 		labels[k] = v
@@ -81,6 +80,15 @@ func (p *Policy) Build(req exechost.ProvisionRequest, meta Meta) Spec {
 	labels[LabelExecution] = string(req.ExecutionID)
 	labels[LabelOwner] = meta.Owner
 	labels[LabelDeadline] = strconv.FormatInt(meta.Deadline.Unix(), 10)
+	return labels
+}
+
+// Build turns a request that passed ValidateProvision into container
+// configuration. It never consults the image's own entrypoint, user,
+// working directory or volumes.
+func (p *Policy) Build(req exechost.ProvisionRequest, meta Meta) Spec {
+	r := req.Resources
+	labels := OwnershipLabels(req, meta)
 	labels[LabelImage] = meta.ImageID
 
 	cfg := &container.Config{

@@ -3,7 +3,6 @@ package policy
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/docker/docker/api/types/container"
@@ -73,14 +72,7 @@ func EgressNetwork(labels map[string]string) network.CreateOptions {
 // EgressLabels are the labels of an execution's proxy and network: the
 // sandbox's ownership labels plus the role.
 func EgressLabels(req exechost.ProvisionRequest, meta Meta, role string) map[string]string {
-	l := map[string]string{}
-	for k, v := range req.Labels {
-		l[k] = v
-	}
-	l[LabelManaged] = "true"
-	l[LabelExecution] = string(req.ExecutionID)
-	l[LabelOwner] = meta.Owner
-	l[LabelDeadline] = strconv.FormatInt(meta.Deadline.Unix(), 10)
+	l := OwnershipLabels(req, meta)
 	l[LabelRole] = role
 	return l
 }
