@@ -167,7 +167,11 @@ type events struct {
 	list []exechost.EgressEvent
 }
 
-func (ev *events) add(e exechost.EgressEvent) { ev.mu.Lock(); ev.list = append(ev.list, e); ev.mu.Unlock() }
+func (ev *events) add(e exechost.EgressEvent) {
+	ev.mu.Lock()
+	ev.list = append(ev.list, e)
+	ev.mu.Unlock()
+}
 
 func (ev *events) all() []exechost.EgressEvent {
 	ev.mu.Lock()
@@ -254,7 +258,9 @@ func (ee *egressEnv) probe(t *testing.T, id exechost.ExecutionID, probes ...map[
 	return out.Probes
 }
 
-func rule(host string, port int) exechost.EgressRule { return exechost.EgressRule{Host: host, Port: port} }
+func rule(host string, port int) exechost.EgressRule {
+	return exechost.EgressRule{Host: host, Port: port}
+}
 
 // TestEgressReachesExactlyItsList: the listed host answers through the
 // proxy; a host not on the list is refused with 403 (forward proxy and
@@ -295,7 +301,7 @@ func TestEgressSandboxHasNoOtherWayOut(t *testing.T) {
 	ee := setupEgress(t, nil)
 	id, _ := ee.egressSandbox(t, 0, rule("upstream.test", 8080))
 	got := ee.probe(t, id,
-		map[string]any{"kind": "dial", "addr": ee.up.ip + ":8080"},  // the upstream's own address
+		map[string]any{"kind": "dial", "addr": ee.up.ip + ":8080"},   // the upstream's own address
 		map[string]any{"kind": "dial", "addr": ee.gateway + ":8080"}, // the Docker host on the egress network
 		map[string]any{"kind": "dial", "addr": "1.1.1.1:53"},
 		map[string]any{"kind": "dns", "name": "example.com", "timeout_ms": 3000},
