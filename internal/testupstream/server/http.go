@@ -9,6 +9,13 @@ import (
 	"time"
 )
 
+// Environment variables of agentflow-upstream holding its TLS certificate
+// chain and key, PEM.
+const (
+	EnvCert = "AGENTFLOW_UPSTREAM_TLS_CERT"
+	EnvKey  = "AGENTFLOW_UPSTREAM_TLS_KEY"
+)
+
 // Config selects the HTTP services and how strict they are.
 type Config struct {
 	Feed, OpenAI, Webhook bool

@@ -38,8 +38,8 @@ import (
 
 // Environment variables holding the TLS certificate chain and key, PEM.
 const (
-	EnvCert = "AGENTFLOW_UPSTREAM_TLS_CERT"
-	EnvKey  = "AGENTFLOW_UPSTREAM_TLS_KEY"
+	EnvCert = server.EnvCert
+	EnvKey  = server.EnvKey
 )
 
 func main() {
