@@ -33,7 +33,7 @@ func fetch(ctx context.Context, env toolkit.Env, u *url.URL) ([]byte, *url.URL, 
 	start := time.Now()
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, nil, fmt.Errorf("fetch %s: %w", u, toolkit.WithoutURL(err))
+		return nil, nil, env.ExplainNoEgress(fmt.Errorf("fetch %s: %w", u, toolkit.WithoutURL(err)))
 	}
 	defer resp.Body.Close()
 	final := resp.Request.URL

@@ -80,6 +80,8 @@ func TestHandleLive(t *testing.T) {
 		{name: "body bound", env: live, stdin: `{"url":"https://big.example/huge"}`, wantCode: 1, wantErr: "body exceeds 8 MiB"},
 		{name: "CA not trusted without SSL_CERT_FILE", env: noCA, stdin: `{"url":"https://techcrunch.com/feed/"}`,
 			wantCode: 1, wantErr: "certificate signed by unknown authority"},
+		{name: "live forced without a proxy says why it fails", env: toolkittest.Env("AGENTFLOW_WORKSPACE", ws), stdin: `{"url":"http://127.0.0.1:1/feed","mode":"live"}`,
+			wantCode: 1, wantErr: "does the step declare egress"},
 		{name: "bad mode", env: live, stdin: `{"url":"https://techcrunch.com/feed/","mode":"maybe"}`, wantCode: 2, wantErr: "mode"},
 		{name: "no host", env: live, stdin: `{"url":"https:///feed"}`, wantCode: 2, wantErr: "has no host"},
 	}

@@ -122,10 +122,10 @@ func load(ctx context.Context, env toolkit.Env, raw string, online bool) ([]byte
 		data, err := toolkit.ReadFile(root, u.Path)
 		return data, nil, err
 	case "http", "https":
-		if u.Host == "" {
-			return nil, nil, toolkit.BadInput("url %q has no host", raw)
-		}
 		if online {
+			if u.Host == "" {
+				return nil, nil, toolkit.BadInput("url %q has no host", raw)
+			}
 			return fetch(ctx, env, u)
 		}
 		name, ok := fixtures[normaliseURL(u)]

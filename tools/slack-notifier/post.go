@@ -40,7 +40,7 @@ func post(ctx context.Context, env toolkit.Env, dest destination, p Payload, rep
 	what := fmt.Sprintf("slack %s at %s", dest.kind, dest.url.Host)
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("post to %s: %w", what, redactErr(toolkit.WithoutURL(err), dest.url))
+		return nil, env.ExplainNoEgress(fmt.Errorf("post to %s: %w", what, redactErr(toolkit.WithoutURL(err), dest.url)))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 == 3 {

@@ -3,7 +3,6 @@ package openai
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -69,10 +68,8 @@ func Complete(ctx context.Context, env toolkit.Env, cfg Config, prompt, text, us
 	c := &Client{HTTP: httpc, BaseURL: cfg.BaseURL, UserAgent: userAgent}
 	res, err := c.Chat(ctx, cfg.Request(prompt, text))
 	var ae *APIError
-	var ref *toolkit.ProxyRefusedError
-	var ie *toolkit.InputError
-	if err != nil && !env.Live() && !errors.As(err, &ae) && !errors.As(err, &ref) && !errors.As(err, &ie) {
-		err = fmt.Errorf("%w (the sandbox has no egress proxy: does the step declare egress for the API's host:port?)", err)
+	if errors.As(err, &ae) {
+		return res, err // the API answered: the network is fine
 	}
-	return res, err
+	return res, env.ExplainNoEgress(err)
 }

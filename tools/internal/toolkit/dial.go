@@ -39,7 +39,11 @@ type ProxyRefusedError struct {
 }
 
 func (e *ProxyRefusedError) Error() string {
-	msg := fmt.Sprintf("egress proxy refused %s: %s", e.Target, e.Status)
+	verb := "refused"
+	if e.StatusCode != http.StatusForbidden && e.StatusCode != http.StatusProxyAuthRequired {
+		verb = "could not reach" // 502, 504: the proxy allowed it but the upstream failed
+	}
+	msg := fmt.Sprintf("egress proxy %s %s: %s", verb, e.Target, e.Status)
 	if e.Reason != "" {
 		msg += ": " + e.Reason
 	}

@@ -229,6 +229,19 @@ func hostPort(u *url.URL) string {
 	return u.Host + ":80"
 }
 
+// ExplainNoEgress adds to a network error what is most likely wrong when
+// the sandbox has no egress boundary: the step declares no egress, so
+// there is no network at all. Input errors and a proxy's refusal pass
+// unchanged, as does every error in a live sandbox.
+func (e Env) ExplainNoEgress(err error) error {
+	var ie *InputError
+	var ref *ProxyRefusedError
+	if err == nil || e.Live() || errors.As(err, &ie) || errors.As(err, &ref) {
+		return err
+	}
+	return fmt.Errorf("%w (the sandbox has no egress proxy: does the step declare egress for this host:port?)", err)
+}
+
 // ReadBody reads all of r, or fails when it holds more than limit bytes.
 func ReadBody(r io.Reader, limit int64) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, limit+1))

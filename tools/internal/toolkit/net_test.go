@@ -266,3 +266,36 @@ func TestDialThroughProxyHonoursContext(t *testing.T) {
 	cancel()
 	require.ErrorIs(t, <-errc, context.Canceled)
 }
+
+func TestExplainNoEgress(t *testing.T) {
+	dial := errors.New("dial tcp: lookup api.openai.com: no such host")
+	ref := &toolkit.ProxyRefusedError{Target: "x:443", StatusCode: 403, Status: "403 Forbidden"}
+	tests := []struct {
+		name string
+		env  func(string) string
+		err  error
+		hint bool
+	}{
+		{name: "offline network error", env: toolkittest.Env(), err: dial, hint: true},
+		{name: "live network error", env: toolkittest.Env("HTTPS_PROXY", "http://p:3128"), err: dial},
+		{name: "input error", env: toolkittest.Env(), err: toolkit.BadInput("x")},
+		{name: "refusal", env: toolkittest.Env(), err: ref},
+		{name: "nil", env: toolkittest.Env(), err: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := env(tt.env).ExplainNoEgress(tt.err)
+			if !tt.hint {
+				require.Equal(t, tt.err, got)
+				return
+			}
+			require.ErrorIs(t, got, tt.err)
+			require.ErrorContains(t, got, "does the step declare egress")
+		})
+	}
+}
+
+func TestProxyRefusedErrorWording(t *testing.T) {
+	require.EqualError(t, &toolkit.ProxyRefusedError{Target: "a:443", StatusCode: 403, Status: "403 Forbidden", Reason: "no"}, "egress proxy refused a:443: 403 Forbidden: no")
+	require.EqualError(t, &toolkit.ProxyRefusedError{Target: "a:443", StatusCode: 502, Status: "502 Bad gateway"}, "egress proxy could not reach a:443: 502 Bad gateway")
+}
