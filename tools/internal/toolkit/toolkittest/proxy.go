@@ -4,6 +4,7 @@
 package toolkittest
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -135,26 +136,10 @@ func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request) {
 	var src io.Reader = down
 	if n := buf.Reader.Buffered(); n > 0 {
 		pending, _ := buf.Reader.Peek(n)
-		src = io.MultiReader(bytesReader(pending), down)
+		src = io.MultiReader(bytes.NewReader(bytes.Clone(pending)), down)
 	}
 	go p.pipe(up, src, up, down)
 	go p.pipe(down, up, up, down)
-}
-
-func bytesReader(b []byte) io.Reader {
-	c := append([]byte(nil), b...)
-	return &sliceReader{b: c}
-}
-
-type sliceReader struct{ b []byte }
-
-func (s *sliceReader) Read(p []byte) (int, error) {
-	if len(s.b) == 0 {
-		return 0, io.EOF
-	}
-	n := copy(p, s.b)
-	s.b = s.b[n:]
-	return n, nil
 }
 
 // trackTunnel registers both ends (closed by close) and two copiers.
