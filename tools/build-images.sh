@@ -5,6 +5,9 @@
 #   agentflow/base:latest            busybox-static rootfs (sh, sleep, tar, …)
 #   agentflow/tool-<name>:<version>  the same rootfs + /bin/tool (static Go
 #                                    from tools/<name>), ENTRYPOINT /bin/tool
+#   agentflow/egress-proxy:latest    the per-sandbox egress proxy
+#   agentflow/test-upstream:latest   test upstreams of live specs (feed, OpenAI
+#                                    stub, webhook receiver, SMTP sink)
 #
 # Every image is a `docker import` of a deterministic tar (sorted, mtime 0,
 # numeric owners) and carries an org.agentflow.inputs label: the sha256 of
@@ -14,7 +17,9 @@
 # Usage: tools/build-images.sh [--force] [tool-name ...]
 #   --force   rebuild even when the inputs hash matches (the base too, unless
 #             tool names are given)
-#   names     build only these tools (the base is always checked)
+#   names     build only these tools, and the egress proxy or the test
+#             upstream only when named (egress-proxy, test-upstream); the
+#             base is always checked. Without names: everything.
 #
 # Output: a table of tag -> image ID on stdout, and .data/images.json
 #   [{"name":"rss-fetcher","version":"1.1","tag":"agentflow/tool-rss-fetcher:1.1","id":"sha256:…"}]
@@ -33,7 +38,7 @@ SELECTED=()
 for arg in "$@"; do
   case $arg in
     --force) FORCE=1 ;;
-    -h|--help) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "build-images: unknown flag $arg" >&2; exit 2 ;;
     *) SELECTED+=("$arg") ;;
   esac
@@ -133,12 +138,25 @@ ALL_TOOLS=()
 for dir in "$ROOT"/tools/*/; do
   [[ -f $dir/VERSION && -f $dir/main.go ]] && ALL_TOOLS+=("$(basename "$dir")")
 done
+# The egress proxy and the test upstream are images of their own, built
+# when no name is given or when named.
+WANT_PROXY=1 WANT_UPSTREAM=1 TOOLS_SELECTED=()
+if ((${#SELECTED[@]})); then
+  WANT_PROXY=0 WANT_UPSTREAM=0
+  for name in "${SELECTED[@]}"; do
+    case $name in
+      egress-proxy) WANT_PROXY=1 ;;
+      test-upstream) WANT_UPSTREAM=1 ;;
+      *) TOOLS_SELECTED+=("$name") ;;
+    esac
+  done
+fi
 TOOL_NAMES=()
 for name in "${ALL_TOOLS[@]}"; do
-  if ((${#SELECTED[@]})) && [[ ! " ${SELECTED[*]} " == *" $name "* ]]; then continue; fi
+  if ((${#SELECTED[@]})) && [[ ! " ${TOOLS_SELECTED[*]} " == *" $name "* ]]; then continue; fi
   TOOL_NAMES+=("$name")
 done
-((${#SELECTED[@]} == 0 || ${#TOOL_NAMES[@]} == ${#SELECTED[@]})) || die "unknown tool in: ${SELECTED[*]} (have: ${ALL_TOOLS[*]})"
+((${#SELECTED[@]} == 0 || ${#TOOL_NAMES[@]} == ${#TOOLS_SELECTED[@]})) || die "unknown tool in: ${TOOLS_SELECTED[*]} (have: ${ALL_TOOLS[*]})"
 
 # One `go list` gives every tool's transitive imports; a tool's inputs are the
 # non-test files of its own directory and of every package of this module it
@@ -278,27 +296,76 @@ proxy_image() {
     --message "agentflow egress proxy" \
     "$tarball" "$PROXY_TAG" >/dev/null
 }
-PROXY_HASH=$( {
-  printf '%s\n' "$GOVERSION" "$PROXY_UID"
-  declare -f proxy_image
-  cat "$ROOT/go.sum"
-  (cd "$ROOT" && go list -deps -f '{{if not .Standard}}{{if eq .Module.Path "'"$MODULE"'"}}{{.Dir}}{{end}}{{end}}' ./cmd/agentflow-egress-proxy |
-    xargs -I{} find {} -maxdepth 1 -name '*.go' ! -name '*_test.go' | sort | xargs sha256sum | sed "s#  $ROOT/# #")
-} | sha)
-inspect_all "$PROXY_TAG"
-if [[ $FORCE == 0 && ${LABEL[$PROXY_TAG]:-} == "$PROXY_HASH" ]]; then
-  log "$PROXY_TAG up to date"
-else
-  log "building $PROXY_TAG"
-  mkdir -p "$WORK/bin"
-  (cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags='-s -w' -o "$WORK/bin/agentflow-egress-proxy" ./cmd/agentflow-egress-proxy)
-  proxy_image "$WORK/bin/agentflow-egress-proxy"
+if ((WANT_PROXY)); then
+  PROXY_HASH=$( {
+    printf '%s\n' "$GOVERSION" "$PROXY_UID"
+    declare -f proxy_image
+    cat "$ROOT/go.sum"
+    (cd "$ROOT" && go list -deps -f '{{if not .Standard}}{{if eq .Module.Path "'"$MODULE"'"}}{{.Dir}}{{end}}{{end}}' ./cmd/agentflow-egress-proxy |
+      xargs -I{} find {} -maxdepth 1 -name '*.go' ! -name '*_test.go' | sort | xargs sha256sum | sed "s#  $ROOT/# #")
+  } | sha)
   inspect_all "$PROXY_TAG"
+  if [[ $FORCE == 0 && ${LABEL[$PROXY_TAG]:-} == "$PROXY_HASH" ]]; then
+    log "$PROXY_TAG up to date"
+  else
+    log "building $PROXY_TAG"
+    mkdir -p "$WORK/bin"
+    (cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags='-s -w' -o "$WORK/bin/agentflow-egress-proxy" ./cmd/agentflow-egress-proxy)
+    proxy_image "$WORK/bin/agentflow-egress-proxy"
+    inspect_all "$PROXY_TAG"
+  fi
+fi
+
+# ---- the test upstream -----------------------------------------------------------
+# agentflow/test-upstream:latest: /bin/agentflow-upstream (static Go, from
+# internal/testupstream/cmd/agentflow-upstream) on an otherwise empty rootfs
+# and a non-root numeric user. Test infrastructure, never a tool: the feed,
+# OpenAI-compatible stub, webhook receiver and SMTP sink that live specs
+# reach in tests, recording what they receive (package
+# internal/testupstream starts it; its TLS key pair arrives in the
+# environment).
+UPSTREAM_TAG=agentflow/test-upstream:latest
+UPSTREAM_UID=65531
+upstream_image() {
+  local bin=$1 stage=$WORK/upstream-rootfs tarball=$WORK/upstream.tar
+  mkdir -p "$stage/bin" "$stage/tmp"
+  install -m 0755 "$bin" "$stage/bin/agentflow-upstream"
+  chmod 1777 "$stage/tmp"
+  tar "${TARFLAGS[@]}" --owner=0 --group=0 -C "$stage" -cf "$tarball" .
+  docker import \
+    --change "USER $UPSTREAM_UID:$UPSTREAM_UID" \
+    --change 'ENTRYPOINT ["/bin/agentflow-upstream"]' \
+    --change 'CMD []' \
+    --change "LABEL org.agentflow.test-upstream=1 $INPUTS_LABEL=$UPSTREAM_HASH" \
+    --message "agentflow test upstream" \
+    "$tarball" "$UPSTREAM_TAG" >/dev/null
+}
+if ((WANT_UPSTREAM)); then
+  # Inputs: every non-test file of the module's packages it links (the feed
+  # fixture is embedded), go.sum, the Go version and the recipe.
+  UPSTREAM_HASH=$( {
+    printf '%s\n' "$GOVERSION" "$UPSTREAM_UID"
+    declare -f upstream_image
+    cat "$ROOT/go.sum"
+    (cd "$ROOT" && go list -deps -f '{{if not .Standard}}{{if eq .Module.Path "'"$MODULE"'"}}{{.Dir}}{{end}}{{end}}' ./internal/testupstream/cmd/agentflow-upstream |
+      xargs -I{} find {} -maxdepth 1 -type f ! -name '*_test.go' | sort | xargs sha256sum | sed "s#  $ROOT/# #")
+  } | sha)
+  inspect_all "$UPSTREAM_TAG"
+  if [[ $FORCE == 0 && ${LABEL[$UPSTREAM_TAG]:-} == "$UPSTREAM_HASH" ]]; then
+    log "$UPSTREAM_TAG up to date"
+  else
+    log "building $UPSTREAM_TAG"
+    mkdir -p "$WORK/bin"
+    (cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags='-s -w' -o "$WORK/bin/agentflow-upstream" ./internal/testupstream/cmd/agentflow-upstream)
+    upstream_image "$WORK/bin/agentflow-upstream"
+    inspect_all "$UPSTREAM_TAG"
+  fi
 fi
 
 # ---- report --------------------------------------------------------------------
 printf '%-40s %s\n' "$BASE_TAG" "${ID[$BASE_TAG]}"
-printf '%-40s %s\n' "$PROXY_TAG" "${ID[$PROXY_TAG]}"
+if ((WANT_PROXY)); then printf '%-40s %s\n' "$PROXY_TAG" "${ID[$PROXY_TAG]}"; fi
+if ((WANT_UPSTREAM)); then printf '%-40s %s\n' "$UPSTREAM_TAG" "${ID[$UPSTREAM_TAG]}"; fi
 for name in "${TOOL_NAMES[@]}"; do
   printf '%-40s %s\n' "$(tag_of "$name")" "${ID[$(tag_of "$name")]}"
 done

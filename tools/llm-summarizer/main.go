@@ -1,8 +1,11 @@
-// Command llm-summarizer is the daily-news demo's stand-in for an LLM: an
-// extractive summarizer (sentences scored by word frequency) that honours the
-// parts of the prompt a pipeline depends on — how many insights ("exactly 3")
-// and how long each may be ("max 20 words") — and the "- [Title]: text"
-// bullet format. Deterministic, CPU-only, no model weights.
+// Command llm-summarizer is the daily-news demo's summarizer. By default it
+// is a stand-in for an LLM: an extractive summarizer (sentences scored by
+// word frequency) that honours the parts of the prompt a pipeline depends
+// on — how many insights ("exactly 3") and how long each may be ("max 20
+// words") — and the "- [Title]: text" bullet format. Deterministic,
+// CPU-only, no model weights. Given "llm": {base_url, model} in a sandbox
+// with the egress boundary, it asks that OpenAI-compatible API instead
+// (tools/internal/openai, shared with tools/llm).
 package main
 
 import (
@@ -14,6 +17,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/agentflow/agentflow/tools/internal/openai"
 	"github.com/agentflow/agentflow/tools/internal/toolkit"
 )
 
@@ -23,12 +27,22 @@ var version string
 var tool = toolkit.Tool{
 	Name:    "llm-summarizer",
 	Version: version,
-	Summary: "extract N key insights from texts (extractive stand-in for an LLM)",
+	Summary: "extract N key insights from texts (extractive stand-in for an LLM, or an OpenAI-compatible API when live)",
 	Usage: `Input:  {"texts": "doc one...\n\ndoc two..." | ["doc", ...] | [{"title","content"}, ...],
          "prompt": "... exactly 3 key insights ... max 20 words",
-         "n": 3, "max_words": 20}            (n / max_words override the prompt)
+         "n": 3, "max_words": 20,            (n / max_words override the prompt)
+         "llm": {"base_url": "https://api.openai.com", "model": "gpt-4o-mini",
+                 "system": "...", "max_tokens": 512, "temperature": 0.2}}   (optional)
 Output: {"summary": "- [Title]: explanation\n...", "insights": [{"title","explanation","source"}],
-         "model": "extractive-tf", "documents": N, "sentences": N}`,
+         "model": "extractive-tf", "documents": N, "sentences": N}
+With "llm" and the egress boundary (HTTPS_PROXY set; the step declares
+egress for the API with its key as a brokered Authorization header, see
+the llm tool's --help) the summary is the model's answer to prompt + the
+texts; n / max_words then only shape the default prompt used when prompt
+is empty. Output adds "usage" and "finish_reason"; "model" is the API's
+model; insights are the answer's "- [Title]: text" lines (source -1).
+Without the egress boundary "llm" is ignored (logged) and the summary is
+extractive, exactly as without it.`,
 }
 
 type input struct {
@@ -36,24 +50,36 @@ type input struct {
 	Prompt   toolkit.Text    `json:"prompt"`
 	N        toolkit.Number  `json:"n"`
 	MaxWords toolkit.Number  `json:"max_words"`
+	LLM      *openai.Config  `json:"llm"`
 }
 
 type output struct {
-	Summary   string    `json:"summary"`
-	Insights  []Insight `json:"insights"`
-	Model     string    `json:"model"`
-	Documents int       `json:"documents"`
-	Sentences int       `json:"sentences"`
+	Summary      string        `json:"summary"`
+	Insights     []Insight     `json:"insights"`
+	Model        string        `json:"model"`
+	Documents    int           `json:"documents"`
+	Sentences    int           `json:"sentences"`
+	Usage        *openai.Usage `json:"usage,omitempty"`
+	FinishReason string        `json:"finish_reason,omitempty"`
 }
 
 const maxN = 50
 
 func main() { toolkit.Main(tool, handle) }
 
-func handle(_ context.Context, env toolkit.Env, in input) (any, error) {
+func handle(ctx context.Context, env toolkit.Env, in input) (any, error) {
 	docs, err := parseTexts(in.Texts)
 	if err != nil {
 		return nil, err
+	}
+	if llm := in.LLM; llm != nil && (llm.BaseURL != "" || llm.Model != "") {
+		if err := llm.Validate(); err != nil {
+			return nil, err
+		}
+		if env.Live() {
+			return summarizeLLM(ctx, env, in, docs)
+		}
+		env.Log.Warn("llm is set but the sandbox has no egress proxy (the step declares no egress): summarizing extractively")
 	}
 	opts := ParsePrompt(string(in.Prompt))
 	if in.N.Set {

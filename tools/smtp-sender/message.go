@@ -15,7 +15,8 @@ import (
 // Message is a composed RFC 5322 message.
 type Message struct {
 	ID    string
-	To    []string
+	From  string   // bare envelope sender
+	To    []string // bare envelope recipients
 	Bytes []byte
 }
 
@@ -76,7 +77,8 @@ func Compose(in input, now time.Time, stepID string) (Message, error) {
 		addr, _ := mail.ParseAddress(a)
 		bare[i] = addr.Address
 	}
-	return Message{ID: id, To: bare, Bytes: b.Bytes()}, nil
+	sender, _ := mail.ParseAddress(from[0])
+	return Message{ID: id, From: sender.Address, To: bare, Bytes: b.Bytes()}, nil
 }
 
 // parseAddrs parses a comma-separated address list and returns each address
