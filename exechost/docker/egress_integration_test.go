@@ -5,7 +5,9 @@ package docker_test
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/netip"
@@ -24,6 +26,7 @@ import (
 	"github.com/agentflow/agentflow/exechost"
 	"github.com/agentflow/agentflow/exechost/docker"
 	"github.com/agentflow/agentflow/exechost/docker/policy"
+	"github.com/agentflow/agentflow/internal/testupstream"
 )
 
 const (
@@ -562,4 +565,102 @@ func TestEgressNeedsAProxyImage(t *testing.T) {
 		Network: exechost.NetworkEgress, Egress: &exechost.EgressPolicy{Rules: []exechost.EgressRule{rule("upstream.test", 80)}, MaxBytes: 1 << 20}})
 	require.ErrorIs(t, err, exechost.ErrPolicy)
 	require.Contains(t, err.Error(), "serves no egress")
+}
+
+// TestEgressBrokeredHeaders: a rule with headers makes the proxy
+// terminate TLS with the sandbox's own CA and set the header (replacing
+// the tool's), verifying the upstream itself; a rule without headers is
+// a plain tunnel the tool verifies with the bundle it was given. The
+// header value is in no container's configuration, not in the sandbox's
+// environment or files, and not in a checkpoint.
+func TestEgressBrokeredHeaders(t *testing.T) {
+	const secret = "sk-brokered-host-test-0123456789"
+	ee := setupEgress(t, nil)
+	up := testupstream.StartWith(t, ee.c, testupstream.Options{Network: ee.net, Labels: testLabels, NoAliases: true})
+	ca := up.CAPEM()
+	h, err := docker.New(docker.Options{Client: ee.c, Store: ee.sealed, KillGrace: time.Second, Runtime: sandboxRuntime,
+		Egress: docker.EgressOptions{ProxyImage: imageID(t, ee.c, proxyTag), Network: ee.net,
+			AllowCIDRs: []netip.Prefix{ee.subnet}, Resolve: up.Resolve(), ExtraRootsPEM: ca}})
+	require.NoError(t, err)
+	ee.host = h
+	id, ev := ee.egressSandbox(t, 0,
+		exechost.EgressRule{Host: "api.openai.com", Port: 443, Headers: map[string]string{"Authorization": "Bearer " + secret}},
+		rule("techcrunch.com", 443))
+	got := ee.probe(t, id,
+		map[string]any{"kind": "http", "url": "https://api.openai.com/v1/chat/completions", "method": "POST",
+			"body": `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, "header": map[string]string{"Authorization": "Bearer forged-by-the-tool", "Content-Type": "application/json"}},
+		map[string]any{"kind": "http", "url": "https://techcrunch.com/feed/"},
+		map[string]any{"kind": "http", "url": "http://api.openai.com:443/"}, // plain http to a header rule
+	)
+	require.True(t, got[0].OK, "brokered request: %+v", got[0])
+	require.True(t, got[1].OK, "plain tunnel: %+v", got[1])
+	require.Equal(t, 403, got[2].Status, "headers travel over TLS only: %+v", got[2])
+
+	rec, err := up.Recorded(t.Context())
+	require.NoError(t, err)
+	openai := rec.Service("openai")
+	require.Len(t, openai, 1)
+	require.Equal(t, []string{"Bearer " + secret}, openai[0].Header.Values("Authorization"), "the proxy's header replaces the tool's")
+	feed := rec.Service("feed")
+	require.Len(t, feed, 1)
+	require.Empty(t, feed[0].Header.Values("Authorization"))
+
+	// The tool never holds the value: not in its environment, its files
+	// (the CA bundle included) or anything docker inspect shows.
+	out := ee.sh(t, id, "cat /proc/self/environ; env; grep -r -l "+secret+" /tmp /workspace 2>/dev/null; grep -c 'PRIVATE KEY' "+policy.CABundlePath+" || true")
+	require.NotContains(t, string(out.Stdout), secret)
+	require.Contains(t, string(out.Stdout), "0", "no private key in the bundle")
+	for _, name := range []string{policy.ContainerName(id), policy.EgressProxyName(id)} {
+		_, raw, err := ee.c.ContainerInspectWithRaw(t.Context(), name, false)
+		require.NoError(t, err)
+		require.NotContains(t, string(raw), secret, "%s's configuration holds the header value", name)
+		require.NotContains(t, string(raw), "PRIVATE KEY", "%s's configuration holds the CA key", name)
+	}
+	ck, err := ee.host.Checkpoint(t.Context(), id, exechost.CheckpointRequest{Reason: "test"})
+	require.NoError(t, err)
+	_, rc, err := ee.sealed.Get(t.Context(), ck.CheckpointID)
+	require.NoError(t, err)
+	content, _ := io.ReadAll(rc)
+	rc.Close()
+	require.NotContains(t, string(content), secret)
+	require.NotContains(t, string(content), "BEGIN CERTIFICATE", "the CA bundle lives on /tmp, never in /workspace")
+
+	require.NoError(t, ee.host.Terminate(t.Context(), id))
+	kinds := map[string]bool{}
+	for _, e := range ev.all() {
+		require.NotContains(t, e.Reason, secret)
+		if e.Allowed {
+			kinds[e.Host+"/"+e.Kind] = true
+		}
+	}
+	require.True(t, kinds["api.openai.com/mitm"], "events:\n%s", ev)
+	require.True(t, kinds["techcrunch.com/connect"], "events:\n%s", ev)
+}
+
+// TestEgressCAIsOnlyForTheBrokeredHosts: the sandbox's CA is name
+// constrained to the hosts of the rules with headers, so even a copy of
+// it cannot vouch for another name; a rule without headers never sees it.
+func TestEgressCAIsOnlyForTheBrokeredHosts(t *testing.T) {
+	ee := setupEgress(t, nil)
+	id, _ := ee.egressSandbox(t, 0, exechost.EgressRule{Host: "api.example.com", Port: 443, Headers: map[string]string{"X-Key": "k-0123456789"}})
+	res := ee.sh(t, id, "cat "+policy.CABundlePath)
+	require.Equal(t, 0, res.ExitCode)
+	var found bool
+	rest := res.Stdout
+	for {
+		var blk *pem.Block
+		blk, rest = pem.Decode(rest)
+		if blk == nil {
+			break
+		}
+		c, err := x509.ParseCertificate(blk.Bytes)
+		require.NoError(t, err)
+		if strings.HasPrefix(c.Subject.CommonName, "agentflow egress ") {
+			found = true
+			require.True(t, c.IsCA)
+			require.True(t, c.PermittedDNSDomainsCritical)
+			require.Equal(t, []string{"api.example.com"}, c.PermittedDNSDomains)
+		}
+	}
+	require.True(t, found, "the sandbox's CA is in its bundle")
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/agentflow/agentflow/tools/internal/toolkit"
@@ -38,6 +39,7 @@ type probe struct {
 	URL       string            `json:"url"`
 	Method    string            `json:"method"`
 	BodyBytes toolkit.Number    `json:"body_bytes"`
+	Body      string            `json:"body"` // sent as is (instead of body_bytes zeros)
 	Header    map[string]string `json:"header"`
 	Follow    bool              `json:"follow"` // follow redirects (each is a new request the proxy checks)
 	// TimeoutMS bounds the probe (default 10 s).
@@ -186,7 +188,9 @@ func probeHTTP(ctx context.Context, p probe) probeResult {
 		method = http.MethodGet
 	}
 	var body io.Reader
-	if n := p.BodyBytes.Int(0); n > 0 {
+	if p.Body != "" {
+		body = strings.NewReader(p.Body)
+	} else if n := p.BodyBytes.Int(0); n > 0 {
 		body = io.LimitReader(zeroReader{}, int64(n))
 	}
 	req, err := http.NewRequestWithContext(ctx, method, p.URL, body)
