@@ -65,68 +65,90 @@ type boundary struct {
 	networkName string
 	proxyID     string
 	proxyIP     string // the proxy's address on the execution's network
+	ca          *egressCA
 	bundle      []byte // the CAs the sandbox trusts (PEM)
 	attach      *types.HijackedResponse
 	records     *proxyRecords
 	closeOnce   sync.Once
 }
 
-// openBoundary creates the execution's network and its proxy, hands the
-// proxy its configuration and waits until it listens. On error nothing of
-// it is left.
-func (h *Host) openBoundary(ctx context.Context, req exechost.ProvisionRequest, meta policy.Meta) (b *boundary, err error) {
-	b = &boundary{networkName: policy.EgressNetworkName(req.ExecutionID)}
-	defer func() {
-		if err != nil {
-			h.closeBoundary(ctx, b)
-			b = nil
+// prepareBoundary creates the execution's network and, when a rule
+// carries headers, the sandbox's CA; it computes the bundle the sandbox
+// trusts. The proxy is started by startProxy (concurrently with the
+// sandbox). On error nothing of it is left.
+func (h *Host) prepareBoundary(ctx context.Context, req exechost.ProvisionRequest, meta policy.Meta) (*boundary, error) {
+	b := &boundary{networkName: policy.EgressNetworkName(req.ExecutionID)}
+	var mitm []exechost.EgressRule
+	for _, r := range req.Egress.Rules {
+		if len(r.Headers) > 0 {
+			mitm = append(mitm, r)
 		}
-	}()
+	}
+	var bundle bytes.Buffer
+	if len(mitm) > 0 {
+		ca, err := newEgressCA(req.ExecutionID, mitm, meta.Deadline)
+		if err != nil {
+			return nil, fmt.Errorf("egress proxy: %w", err)
+		}
+		b.ca = ca
+		bundle.Write(ca.certPEM)
+	}
+	bundle.Write(h.roots.upstream)
+	b.bundle = bundle.Bytes()
+	var err error
 	b.networkID, err = h.createEgressNetwork(ctx, req.ExecutionID, policy.EgressLabels(req, meta, policy.RoleEgressNetwork))
 	if err != nil {
-		return b, err
+		h.closeBoundary(ctx, b)
+		return nil, err
 	}
+	return b, nil
+}
 
+// startProxy creates and starts the execution's proxy, hands it its
+// configuration and waits until it listens. What it made is removed by
+// closeBoundary.
+func (h *Host) startProxy(ctx context.Context, req exechost.ProvisionRequest, meta policy.Meta, b *boundary) error {
 	spec := h.policy.EgressProxy(h.egress.ProxyImage, h.egress.Network, policy.EgressLabels(req, meta, policy.RoleEgressProxy))
 	spec.Name = policy.EgressProxyName(req.ExecutionID)
-	b.proxyID, err = h.create(ctx, req.ExecutionID, spec)
+	id, err := h.create(ctx, req.ExecutionID, spec)
 	if err != nil {
-		return b, fmt.Errorf("egress proxy: %w", err)
+		return fmt.Errorf("egress proxy: %w", err)
 	}
-	if err := h.c.NetworkConnect(ctx, b.networkID, b.proxyID, &network.EndpointSettings{}); err != nil {
-		return b, fmt.Errorf("egress proxy: connect to %s: %w", b.networkName, err)
+	b.proxyID = id
+	if err := h.c.NetworkConnect(ctx, b.networkID, id, &network.EndpointSettings{}); err != nil {
+		return fmt.Errorf("egress proxy: connect to %s: %w", b.networkName, err)
 	}
 	// Attached before it starts, so no record is missed.
-	att, err := h.c.ContainerAttach(ctx, b.proxyID, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	att, err := h.c.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
-		return b, fmt.Errorf("egress proxy: attach: %w", err)
+		return fmt.Errorf("egress proxy: attach: %w", err)
 	}
 	b.attach = &att
 	b.records = newProxyRecords(req.Egress.Events)
 	go b.records.read(att.Reader)
-	if err := h.c.ContainerStart(ctx, b.proxyID, container.StartOptions{}); err != nil {
-		return b, fmt.Errorf("egress proxy: start: %w", err)
+	if err := h.c.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return fmt.Errorf("egress proxy: start: %w", err)
 	}
-	ins, err := h.c.ContainerInspect(ctx, b.proxyID)
+	ins, err := h.c.ContainerInspect(ctx, id)
 	if err != nil {
-		return b, fmt.Errorf("egress proxy: inspect: %w", err)
+		return fmt.Errorf("egress proxy: inspect: %w", err)
 	}
 	cfg, err := h.proxyConfig(ctx, req, meta, b, ins)
 	if err != nil {
-		return b, err
+		return err
 	}
 	msg, err := json.Marshal(cfg)
 	if err != nil {
-		return b, fmt.Errorf("egress proxy: config: %w", err)
+		return fmt.Errorf("egress proxy: config: %w", err)
 	}
 	if _, err := att.Conn.Write(msg); err != nil {
-		return b, fmt.Errorf("egress proxy: write config: %w", err)
+		return fmt.Errorf("egress proxy: write config: %w", err)
 	}
 	_ = att.CloseWrite()
 	if err := b.records.waitReady(ctx, proxyReadyTimeout); err != nil {
-		return b, fmt.Errorf("egress proxy: %w", err)
+		return fmt.Errorf("egress proxy: %w", err)
 	}
-	return b, nil
+	return nil
 }
 
 // proxyConfig is the proxy's configuration. It holds the header values
@@ -176,26 +198,13 @@ func (h *Host) proxyConfig(ctx context.Context, req exechost.ProvisionRequest, m
 		cfg.DenyAddrs = append(cfg.DenyAddrs, a)
 	}
 	sort.Strings(cfg.DenyAddrs)
-
-	var mitm []exechost.EgressRule
 	for _, r := range pol.Rules {
 		cfg.Rules = append(cfg.Rules, wire.Rule{Host: r.Host, Port: r.Port, Headers: r.Headers})
-		if len(r.Headers) > 0 {
-			mitm = append(mitm, r)
-		}
 	}
-	var bundle bytes.Buffer
-	if len(mitm) > 0 {
-		ca, err := newEgressCA(req.ExecutionID, mitm, meta.Deadline)
-		if err != nil {
-			return wire.Config{}, fmt.Errorf("egress proxy: %w", err)
-		}
-		cfg.CACertPEM, cfg.CAKeyPEM = string(ca.certPEM), string(ca.keyPEM)
+	if b.ca != nil {
+		cfg.CACertPEM, cfg.CAKeyPEM = string(b.ca.certPEM), string(b.ca.keyPEM)
 		cfg.UpstreamRootsPEM = string(h.roots.upstream)
-		bundle.Write(ca.certPEM)
 	}
-	bundle.Write(h.roots.upstream)
-	b.bundle = bundle.Bytes()
 	return cfg, nil
 }
 

@@ -161,8 +161,10 @@ type execution struct {
 	// from a checkpoint's name refusal (workspace.Redaction).
 	inherited map[string]string
 	// egress is the boundary of a NetworkEgress sandbox (written under
-	// both mu and Host.mu, like containerID).
-	egress *boundary
+	// both mu and Host.mu, like containerID); proxyEnv the variables
+	// every exec of it gets (policy.ProxyEnv).
+	egress   *boundary
+	proxyEnv []string
 }
 
 // New returns a Host. It does not contact the daemon.
@@ -365,26 +367,37 @@ func (h *Host) provision(ctx context.Context, e *execution, req exechost.Provisi
 	deadline := time.Now().Add(req.Resources.Runtime)
 	meta := policy.Meta{Owner: h.owner, ImageID: img.ID, Deadline: deadline}
 	spec := h.spec(req, meta)
+	// A NetworkEgress sandbox gets its own network first; its proxy starts
+	// while the sandbox does (each is a container start), and Provision
+	// returns once both are up. Until then the boundary is provision's
+	// alone: every exit below waits for the proxy's start and closes it.
 	var b *boundary
+	var proxyDone chan error
+	waitProxy := func() error {
+		if proxyDone == nil {
+			return nil
+		}
+		err := <-proxyDone
+		proxyDone = nil
+		return err
+	}
 	if req.Network == exechost.NetworkEgress {
-		if b, err = h.openBoundary(ctx, req, meta); err != nil {
+		if b, err = h.prepareBoundary(ctx, req, meta); err != nil {
 			return nil, err
 		}
-		h.mu.Lock()
-		e.egress = b
-		h.mu.Unlock()
-		spec = policy.WithEgress(spec, b.networkName, b.proxyIP, len(b.bundle) > 0)
+		spec = policy.WithEgress(spec, b.networkName, len(b.bundle) > 0)
+		proxyDone = make(chan error, 1)
+		go func() { proxyDone <- h.startProxy(ctx, req, meta, b) }()
 	}
 	id, err := h.create(ctx, req.ExecutionID, spec)
 	if err != nil {
+		_ = waitProxy()
 		h.closeBoundary(ctx, b)
-		if e.terminated.Load() { // Terminate took the boundary meanwhile
-			return nil, exechost.ErrTerminated
-		}
 		return nil, err
 	}
 	// From here on a failure must remove the container (and the boundary).
 	fail := func(err error) (*exechost.Execution, error) {
+		_ = waitProxy()
 		h.remove(context.WithoutCancel(ctx), id)
 		h.closeBoundary(ctx, b)
 		return nil, err
@@ -398,10 +411,21 @@ func (h *Host) provision(ctx context.Context, e *execution, req exechost.Provisi
 	if err := h.c.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
 		return fail(fmt.Errorf("start sandbox: %w", err))
 	}
-	if b != nil && len(b.bundle) > 0 {
-		if err := h.writeBundle(ctx, id, b.bundle); err != nil {
+	if b != nil {
+		if len(b.bundle) > 0 {
+			if err := h.writeBundle(ctx, id, b.bundle); err != nil {
+				return fail(err)
+			}
+		}
+		if err := waitProxy(); err != nil {
 			return fail(err)
 		}
+		e.proxyEnv = policy.ProxyEnv(b.proxyIP)
+		// Published once complete: from here Terminate and lost close it
+		// too (closeBoundary runs once).
+		h.mu.Lock()
+		e.egress = b
+		h.mu.Unlock()
 	}
 	e.imageID, e.image = img.ID, req.Image
 	e.resources, e.deadline = req.Resources, deadline
@@ -572,18 +596,22 @@ func (h *Host) Terminate(ctx context.Context, id exechost.ExecutionID) error {
 	}
 	// A provision still before container creation sees terminated and
 	// removes its own container (and boundary).
+	if b != nil {
+		// The sandbox and its proxy go at once; the network goes when its
+		// last member has (removeNetwork waits for that).
+		var wg sync.WaitGroup
+		if containerID != "" {
+			wg.Go(func() { h.remove(ctx, containerID) })
+		}
+		h.closeBoundary(ctx, b)
+		wg.Wait()
+		return nil
+	}
 	if containerID != "" {
 		err := h.c.ContainerRemove(context.WithoutCancel(ctx), containerID, container.RemoveOptions{Force: true, RemoveVolumes: true})
 		if err != nil && !errdefs.IsNotFound(err) && !errdefs.IsConflict(err) {
 			return fmt.Errorf("terminate %s: %w", id, err)
 		}
-	}
-	if b != nil {
-		// The network's last member must be gone before it can go.
-		if containerID != "" {
-			h.remove(ctx, containerID)
-		}
-		h.closeBoundary(ctx, b)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -121,10 +122,11 @@ func (p *Policy) EgressProxy(image, egressNetwork string, labels map[string]stri
 }
 
 // WithEgress turns a sandbox spec (policy.Build) into one on its own
-// network: network mode, the proxy variables (which replace any of the
-// same name), no resolver that answers (names resolve in the proxy only),
-// and the CA variables when the proxy terminates TLS for some rule.
-func WithEgress(s Spec, networkName, proxyIP string, withCA bool) Spec {
+// network: network mode, no resolver that answers (names resolve in the
+// proxy only), no proxy variables of the spec's own (ProxyEnv sets them
+// on every exec, once the proxy's address is known), and the CA
+// variables when the sandbox gets a bundle.
+func WithEgress(s Spec, networkName string, withCA bool) Spec {
 	s.Config.NetworkDisabled = false
 	s.HostConfig.NetworkMode = container.NetworkMode(networkName)
 	// The embedded resolver forwards nothing: its only upstream is the
@@ -132,11 +134,6 @@ func WithEgress(s Spec, networkName, proxyIP string, withCA bool) Spec {
 	s.HostConfig.DNS = []string{"127.0.0.1"}
 	s.HostConfig.DNSSearch = []string{"."}
 	set := map[string]string{}
-	url := fmt.Sprintf("http://%s:%d", proxyIP, wire.ListenPort)
-	for _, k := range proxyEnv {
-		set[k] = url
-	}
-	set["NO_PROXY"], set["no_proxy"] = "", ""
 	if withCA {
 		for _, k := range caEnv {
 			set[k] = CABundlePath
@@ -145,7 +142,7 @@ func WithEgress(s Spec, networkName, proxyIP string, withCA bool) Spec {
 	env := s.Config.Env[:0:0]
 	for _, kv := range s.Config.Env {
 		k, _, _ := strings.Cut(kv, "=")
-		if _, ours := set[k]; !ours {
+		if _, ours := set[k]; !ours && !isProxyVar(k) {
 			env = append(env, kv)
 		}
 	}
@@ -154,6 +151,21 @@ func WithEgress(s Spec, networkName, proxyIP string, withCA bool) Spec {
 	}
 	s.Config.Env = env
 	return s
+}
+
+// ProxyEnv are the variables that make clients use the proxy at proxyIP,
+// added last to every exec's environment (so they win over the spec's).
+func ProxyEnv(proxyIP string) []string {
+	url := fmt.Sprintf("http://%s:%d", proxyIP, wire.ListenPort)
+	env := make([]string, 0, len(proxyEnv)+2)
+	for _, k := range proxyEnv {
+		env = append(env, k+"="+url)
+	}
+	return append(env, "NO_PROXY=", "no_proxy=")
+}
+
+func isProxyVar(k string) bool {
+	return slices.Contains(proxyEnv, k) || k == "NO_PROXY" || k == "no_proxy"
 }
 
 func sortedKeys(m map[string]string) []string {
