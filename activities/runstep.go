@@ -94,6 +94,8 @@ type attempt struct {
 	// adoptedFrom is the earlier attempt whose recorded result this one
 	// returned without running the tool (0: the tool ran).
 	adoptedFrom int32
+	// egress collects the connections of a sandbox with egress rules.
+	egress *egressLog
 }
 
 func (a *Activities) newAttempt(ctx context.Context, req StepRequest) *attempt {
@@ -107,6 +109,7 @@ func (a *Activities) newAttempt(ctx context.Context, req StepRequest) *attempt {
 		id:          ExecutionIDFor(req.AgentID, req.RunID, req.StepID, number),
 		budget:      BudgetFor(req.Timeout),
 		scrub:       newScrubber(nil),
+		egress:      &egressLog{metrics: a.opts.Metrics, tool: toolName(req)},
 	}
 	at.log = a.log.With("agent_id", req.AgentID, "run_id", req.RunID, "step_id", req.StepID,
 		"attempt", number, "tool", toolName(req), "execution_id", string(at.id), "worker", a.opts.Identity)
@@ -168,6 +171,10 @@ func (at *attempt) run(ctx context.Context) (*StepResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	egress, err := at.egressPolicy(values)
+	if err != nil {
+		return nil, err
+	}
 
 	// Terminate is deferred before Provision: a provision that fails half
 	// way (daemon hiccup, cancellation) may still have created a container.
@@ -176,7 +183,7 @@ func (at *attempt) run(ctx context.Context) (*StepResult, error) {
 	defer func() { at.terminate(ctx, provisioned) }()
 
 	hb.setPhase("provision")
-	exe, err := at.provision(ctx, plainEnv)
+	exe, err := at.provision(ctx, plainEnv, egress)
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +368,9 @@ func secretRef(s string) (string, bool) {
 	return t.SecretName()
 }
 
-func (at *attempt) provision(ctx context.Context, env map[string]string) (*exechost.Execution, error) {
+// provision creates the attempt's sandbox: network none, or (egress not
+// nil) the host's egress boundary with the step's rules.
+func (at *attempt) provision(ctx context.Context, env map[string]string, egress *exechost.EgressPolicy) (*exechost.Execution, error) {
 	req := at.req
 	labels := map[string]string{
 		LabelAgentID: truncate(req.AgentID, 256),
@@ -384,6 +393,10 @@ func (at *attempt) provision(ctx context.Context, env map[string]string) (*exech
 		}
 	}
 	r := req.Resources
+	network := exechost.NetworkNone
+	if egress != nil {
+		network = exechost.NetworkEgress
+	}
 	start := time.Now()
 	exe, err := at.a.opts.Host.Provision(ctx, exechost.ProvisionRequest{
 		ExecutionID: at.id,
@@ -398,7 +411,8 @@ func (at *attempt) provision(ctx context.Context, env map[string]string) (*exech
 			MaxOutputBytes: r.MaxOutputBytes,
 			GPUs:           r.GPUs,
 		},
-		Network: exechost.NetworkNone,
+		Network: network,
+		Egress:  egress,
 		Env:     env,
 		Labels:  labels,
 	})
@@ -548,6 +562,12 @@ func (at *attempt) writeLog(ctx context.Context, failMsg, outcome string) {
 		if buf.Len() > 0 && !bytes.HasSuffix(buf.Bytes(), []byte("\n")) || buf.Len() == 0 && streamed > 0 && last != '\n' {
 			buf.WriteByte('\n')
 		}
+	}
+	// Every connection through the egress boundary, allowed or refused
+	// (complete: the host delivers none after Terminate, which ran).
+	if lines := at.egress.lines(); lines != "" {
+		newline()
+		buf.WriteString(at.scrub.String(lines))
 	}
 	if failMsg != "" {
 		if len(at.stdout) > 0 {

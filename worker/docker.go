@@ -37,6 +37,11 @@ func newDockerBackend(ctx context.Context, cfg Config, store *checkpoint.Sealed)
 	if cfg.Runtime != "" {
 		cfg.Logger.Info("sandbox runtime", "runtime", cfg.Runtime)
 	}
+	egress, err := egressOptions(ctx, dc, cfg.Egress, cfg.Logger.With("component", "egress"))
+	if err != nil {
+		dc.Close()
+		return nil, err
+	}
 	host, err := docker.New(docker.Options{
 		Client:  dc,
 		Store:   store,
@@ -48,6 +53,7 @@ func newDockerBackend(ctx context.Context, cfg Config, store *checkpoint.Sealed)
 		// image errors name the worker as step results do.
 		PullRegistries: cfg.PullRegistries,
 		Worker:         cfg.Identity,
+		Egress:         egress,
 	})
 	if err != nil {
 		dc.Close()

@@ -106,6 +106,8 @@ type Config struct {
 	// Preflight: what a failed sandbox preflight does ("" = enforce: the
 	// worker refuses to start; warn; off). Only the Docker backend has one.
 	Preflight PreflightMode
+	// Egress: the egress boundary of steps that declare egress.
+	Egress EgressConfig
 
 	StopTimeout  time.Duration
 	ReapInterval time.Duration

@@ -125,3 +125,38 @@ func TestSeedDailyTechNews(t *testing.T) {
 	require.Contains(t, post.Input["blocks"], `"text": "# News"`)
 	require.Empty(t, h.reqs("fetch_rss")[0].SecretSources, "a step sees only the secrets it references")
 }
+
+// TestLiveDailyTechNewsEgress: the live spec's egress lists reach the
+// activity as written, header values as placeholders (never a value in
+// history), and the header's secret among the step's secret sources.
+func TestLiveDailyTechNewsEgress(t *testing.T) {
+	p := loadSeed(t, "daily-tech-news.live.yaml")
+	h := newHarness(t)
+	h.onStep("fetch_rss", succeed(map[string]any{"items": []any{map[string]any{"content": "one"}}}))
+	h.onStep("summarize_news", succeed(map[string]any{"summary": "s"}))
+	h.onStep("render_md", succeed(map[string]any{"markdown": "# m"}))
+	h.onStep("post_to_slack", succeed(map[string]any{"ok": true}))
+	o := h.run(Input{Plan: *p})
+	require.NoError(t, o.err)
+
+	require.Equal(t, []spec.EgressRule{{Host: "techcrunch.com", Port: 443}}, h.reqs("fetch_rss")[0].Egress)
+	require.Empty(t, h.reqs("fetch_rss")[0].SecretSources)
+	sum := h.reqs("summarize_news")[0]
+	require.Equal(t, []spec.EgressRule{{Host: "api.openai.com", Port: 443,
+		Headers: map[string]string{"Authorization": "Bearer {{ .secrets.openai_api_key }}"}}}, sum.Egress)
+	require.Equal(t, map[string]string{"openai_api_key": "vault://prod/openai/api_key"}, sum.SecretSources)
+	require.Equal(t, int64(64<<20), sum.Resources.MaxEgressBytes, "the default budget")
+	require.Empty(t, h.reqs("render_md")[0].Egress, "a step without egress has none")
+	require.Zero(t, h.reqs("render_md")[0].Resources.MaxEgressBytes)
+	require.Equal(t, map[string]string{"slack_bot_token": "vault://prod/slack/bot_token"}, h.reqs("post_to_slack")[0].SecretSources)
+}
+
+// TestStatusShowsEgress: the inspect document lists each step's egress
+// (hosts and header names, never the header templates' secrets).
+func TestStatusShowsEgress(t *testing.T) {
+	p := loadSeed(t, "daily-tech-news.live.yaml")
+	s := newRunState(p)
+	require.Equal(t, []string{"techcrunch.com:443"}, s.byID["fetch_rss"].rec.Egress)
+	require.Equal(t, []string{"api.openai.com:443 +Authorization"}, s.byID["summarize_news"].rec.Egress)
+	require.Empty(t, s.byID["render_md"].rec.Egress)
+}

@@ -54,6 +54,9 @@ func newRunState(plan *spec.Plan) *runState {
 		st := &stepState{plan: ps, rec: StepRecord{
 			ID: ps.ID, Status: StepPending, Tool: ps.Tool, Image: ps.Image,
 		}}
+		for _, r := range ps.Egress {
+			st.rec.Egress = append(st.rec.Egress, r.String())
+		}
 		s.steps = append(s.steps, st)
 		s.byID[ps.ID] = st
 	}

@@ -115,6 +115,9 @@ func (s *runState) stepRequest(st *stepState, now time.Time) (*activities.StepRe
 		Env:       envOut,
 		Resources: ps.Resources,
 		Timeout:   ps.Timeout,
+		// Header values stay templates ({{ .secrets.NAME }}): substituted
+		// on the worker, into the proxy's configuration only.
+		Egress: ps.Egress,
 	}
 	if len(ps.Secrets) > 0 {
 		req.SecretSources = make(map[string]string, len(ps.Secrets))

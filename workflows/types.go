@@ -82,6 +82,9 @@ type StepRecord struct {
 	Output       map[string]any `json:"output,omitempty"`
 	Tool         string         `json:"tool,omitempty"`
 	Image        string         `json:"image,omitempty"`
+	// Egress is what the step may reach: "host:port", then " +Name" per
+	// header the proxy adds (never a value). Empty: network none.
+	Egress []string `json:"egress,omitempty"`
 	// Approval outcome, for approval steps.
 	ApprovedBy string `json:"approved_by,omitempty"`
 	Comment    string `json:"comment,omitempty"`

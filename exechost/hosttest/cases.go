@@ -92,6 +92,25 @@ func (s *suite) provisionPolicy(t *testing.T) {
 		{"empty image", func(r *exechost.ProvisionRequest) { r.Image = "" }},
 		{"bridge network", func(r *exechost.ProvisionRequest) { r.Network = "bridge" }},
 		{"host network", func(r *exechost.ProvisionRequest) { r.Network = "host" }},
+		// Egress: any host must refuse these before creating anything.
+		{"egress network without policy", func(r *exechost.ProvisionRequest) { r.Network = exechost.NetworkEgress }},
+		{"egress policy on network none", func(r *exechost.ProvisionRequest) { r.Egress = egressPolicy("api.example.com", nil) }},
+		{"egress to an IP literal", egress("10.0.0.1", nil)},
+		{"egress to an IPv6 literal", egress("[::1]", nil)},
+		{"egress to an inet_aton address", egress("0x7f.1", nil)},
+		{"egress to bare wildcard", egress("*", nil)},
+		{"egress to a wildcard TLD", egress("*.com", nil)},
+		{"egress with a trailing dot", egress("api.example.com.", nil)},
+		{"egress header with CRLF", egress("api.example.com", map[string]string{"Authorization": "Bearer x\r\nX-Evil: 1"})},
+		{"egress reserved header", egress("api.example.com", map[string]string{"Host": "other.example.com"})},
+		{"egress proxy header", egress("api.example.com", map[string]string{"Proxy-Authorization": "x"})},
+		{"egress without byte budget", func(r *exechost.ProvisionRequest) {
+			r.Network, r.Egress = exechost.NetworkEgress, egressPolicy("api.example.com", nil)
+			r.Egress.MaxBytes = 0
+		}},
+		{"egress with no rules", func(r *exechost.ProvisionRequest) {
+			r.Network, r.Egress = exechost.NetworkEgress, &exechost.EgressPolicy{MaxBytes: 1 << 20}
+		}},
 		{"secret env", func(r *exechost.ProvisionRequest) { r.Env = map[string]string{"GITHUB_TOKEN": "x"} }},
 		{"camel-case secret env", func(r *exechost.ProvisionRequest) { r.Env = map[string]string{"openaiApiKey": "x"} }},
 		{"password env", func(r *exechost.ProvisionRequest) { r.Env = map[string]string{"DB_PASSWORD": "x"} }},
@@ -309,4 +328,16 @@ func (s *suite) terminateDuringExec(t *testing.T) {
 	require.ErrorIs(t, o.err, exechost.ErrTerminated)
 	s.requireGone(t, x.ExecutionID)
 	s.requireTerminated(t, x.ExecutionID)
+}
+
+// egressPolicy is a one-rule policy to host:443.
+func egressPolicy(host string, headers map[string]string) *exechost.EgressPolicy {
+	return &exechost.EgressPolicy{Rules: []exechost.EgressRule{{Host: host, Port: 443, Headers: headers}}, MaxBytes: 1 << 20}
+}
+
+// egress mutates a request into a NetworkEgress one with one rule.
+func egress(host string, headers map[string]string) func(*exechost.ProvisionRequest) {
+	return func(r *exechost.ProvisionRequest) {
+		r.Network, r.Egress = exechost.NetworkEgress, egressPolicy(host, headers)
+	}
 }

@@ -52,7 +52,8 @@ func edges(p *spec.Plan) []edge {
 	return out
 }
 
-// label is the node text: id, then what runs, then a condition marker.
+// label is the node text: id, then what runs, then a condition marker,
+// then what the step may reach (hosts and header names, never values).
 func label(s spec.PlanStep) []string {
 	lines := []string{s.ID}
 	switch {
@@ -69,6 +70,13 @@ func label(s spec.PlanStep) []string {
 	}
 	if s.If != "" {
 		lines = append(lines, "if: "+s.If)
+	}
+	if len(s.Egress) > 0 {
+		rules := make([]string, len(s.Egress))
+		for i, r := range s.Egress {
+			rules[i] = r.String()
+		}
+		lines = append(lines, "egress: "+strings.Join(rules, ", "))
 	}
 	return lines
 }

@@ -14,9 +14,11 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-// TestGoldenSeeds renders both seed specs in both formats against golden files.
+// TestGoldenSeeds renders both seed specs and their live variants (egress
+// shown with header names, never values) in both formats against golden
+// files.
 func TestGoldenSeeds(t *testing.T) {
-	for _, name := range []string{"complaint-handler", "daily-tech-news"} {
+	for _, name := range []string{"complaint-handler", "daily-tech-news", "complaint-handler.live", "daily-tech-news.live"} {
 		p, err := spec.LoadFile(filepath.Join("../../specs", name+".yaml"))
 		require.NoError(t, err)
 		for _, format := range Formats {

@@ -61,6 +61,11 @@ type Metrics struct {
 	ActiveSandboxes   prometheus.Gauge
 	ReapedSandboxes   prometheus.Counter
 	WebhookDeliveries *prometheus.CounterVec // result
+	// EgressConnections counts connections through (or refused at) the
+	// egress boundary; EgressBytes the bytes through it (direction out:
+	// tool → upstream, in: upstream → tool).
+	EgressConnections *prometheus.CounterVec // tool, decision (allowed|refused)
+	EgressBytes       *prometheus.CounterVec // tool, direction (out|in)
 
 	sdk *sdkCollector
 }
@@ -130,13 +135,21 @@ func New() *Metrics {
 			Name: "agentflow_webhook_deliveries_total",
 			Help: "Run-finished webhook deliveries by result (ok or error).",
 		}, []string{"result"}),
+		EgressConnections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agentflow_egress_connections_total",
+			Help: "Connections of steps through the egress boundary, by tool and decision (allowed or refused).",
+		}, []string{"tool", "decision"}),
+		EgressBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agentflow_egress_bytes_total",
+			Help: "Bytes through the egress boundary, by tool and direction (out: to upstreams, in: from them).",
+		}, []string{"tool", "direction"}),
 		sdk: newSDKCollector(),
 	}
 	reg.MustRegister(
 		m.RunFinished, m.RunDuration, m.StepDuration, m.ToolInvocations, m.StepRetries,
 		m.AttemptFailures, m.AttemptsAdopted,
 		m.SandboxPhase, m.CheckpointBytes, m.OutputBytes, m.ActiveSandboxes, m.ReapedSandboxes,
-		m.WebhookDeliveries,
+		m.WebhookDeliveries, m.EgressConnections, m.EgressBytes,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.sdk,
@@ -210,5 +223,29 @@ func (m *Metrics) AttemptAdopted(tool string) {
 func (m *Metrics) Reaped(n int) {
 	if m != nil && n > 0 {
 		m.ReapedSandboxes.Add(float64(n))
+	}
+}
+
+// Egress decisions and directions.
+const (
+	EgressAllowed = "allowed"
+	EgressRefused = "refused"
+)
+
+// ObserveEgress counts one connection through the egress boundary.
+func (m *Metrics) ObserveEgress(tool string, allowed bool, out, in int64) {
+	if m == nil {
+		return
+	}
+	decision := EgressRefused
+	if allowed {
+		decision = EgressAllowed
+	}
+	m.EgressConnections.WithLabelValues(tool, decision).Inc()
+	if out > 0 {
+		m.EgressBytes.WithLabelValues(tool, "out").Add(float64(out))
+	}
+	if in > 0 {
+		m.EgressBytes.WithLabelValues(tool, "in").Add(float64(in))
 	}
 }

@@ -1,6 +1,10 @@
 package spec
 
-import "time"
+import (
+	"sort"
+	"strconv"
+	"time"
+)
 
 // PlanSchemaVersion is bumped whenever the Plan's shape or meaning changes;
 // the workflow branches on it (together with workflow.GetVersion) so runs
@@ -80,6 +84,21 @@ type EgressRule struct {
 	Host    string            `json:"host"`
 	Port    int               `json:"port"`
 	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// String is "host:port", then the names of the headers the proxy adds
+// (never their values): "api.openai.com:443 +Authorization".
+func (r EgressRule) String() string {
+	s := r.Host + ":" + strconv.Itoa(r.Port)
+	names := make([]string, 0, len(r.Headers))
+	for k := range r.Headers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		s += " +" + n
+	}
+	return s
 }
 
 type Approval struct {

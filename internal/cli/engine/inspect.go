@@ -124,9 +124,26 @@ func printStatusTable(o *inspectOptions, st *workflows.Status) {
 	}
 	tw.Flush()
 	printAttempts(o.Streams.Out, st.StepHistory)
+	printEgress(o.Streams.Out, st.StepHistory)
 	if len(st.Outputs) > 0 {
 		fmt.Fprintln(o.Streams.Out, "\noutputs:")
 		_ = writeJSON(o.Streams.Out, st.Outputs)
+	}
+}
+
+// printEgress lists what each step with egress may reach (hosts and the
+// names of the headers the proxy adds).
+func printEgress(w io.Writer, steps []workflows.StepRecord) {
+	header := false
+	for _, r := range steps {
+		if len(r.Egress) == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "\negress:")
+			header = true
+		}
+		fmt.Fprintf(w, "  %s: %s\n", r.ID, strings.Join(r.Egress, ", "))
 	}
 }
 

@@ -60,3 +60,20 @@ func TestInspectTableShowsAttempts(t *testing.T) {
 	printStatusTable(&inspectOptions{Options: &Options{Streams: Streams{Out: &out}}}, st)
 	require.NotContains(t, out.String(), "attempts:")
 }
+
+func TestInspectTableShowsEgress(t *testing.T) {
+	st := &workflows.Status{ID: "a-1", Status: workflows.RunSucceeded, StepHistory: []workflows.StepRecord{
+		{ID: "fetch", Status: workflows.StepSuccess, Egress: []string{"techcrunch.com:443"}},
+		{ID: "render", Status: workflows.StepSuccess},
+		{ID: "post", Status: workflows.StepSuccess, Egress: []string{"slack.com:443 +Authorization", "*.slack-edge.com:443"}},
+	}}
+	var out bytes.Buffer
+	printStatusTable(&inspectOptions{Options: &Options{Streams: Streams{Out: &out}}}, st)
+	require.Contains(t, out.String(), "\negress:\n  fetch: techcrunch.com:443\n  post: slack.com:443 +Authorization, *.slack-edge.com:443\n")
+	require.NotContains(t, out.String(), "  render:")
+
+	out.Reset()
+	st.StepHistory = st.StepHistory[1:2]
+	printStatusTable(&inspectOptions{Options: &Options{Streams: Streams{Out: &out}}}, st)
+	require.NotContains(t, out.String(), "egress:")
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentflow/agentflow/activities"
+	"github.com/agentflow/agentflow/exechost"
 	"github.com/agentflow/agentflow/exechost/docker"
 	"github.com/agentflow/agentflow/exechost/gitsource"
 	"github.com/agentflow/agentflow/internal/secrets"
@@ -49,6 +50,14 @@ type workerFlags struct {
 	Runtime string
 	// PullRegistries bound where missing step images are pulled from.
 	PullRegistries []string
+	// The egress boundary (docs/security/egress.md).
+	Egress               bool
+	EgressProxyImage     string
+	EgressNetwork        string
+	EgressAllowCIDRs     []string
+	EgressCAFile         string
+	EgressResolve        []string
+	EgressMaxConnections int
 }
 
 func (f *workerFlags) register(cmd *cobra.Command) {
@@ -83,6 +92,15 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.Runtime, "runtime", "", `OCI runtime of every sandbox: runc, runsc (gVisor, a user-space kernel) or any runtime the Docker daemon registers ("" = the daemon's default); the worker refuses to start when it is not registered`)
 	fl.StringArrayVar(&f.PullRegistries, "pull-registry", nil,
 		"registry (host[:port] as image references name it; docker.io for Docker Hub) a missing repo@sha256 step image may be pulled from (repeatable); none: any registry the Docker daemon reaches. Credentials come from the worker's Docker config ($DOCKER_CONFIG or ~/.docker)")
+	fl.BoolVar(&f.Egress, "egress", true, "serve steps that declare egress (their own network and egress proxy); false: such steps fail with a policy error")
+	fl.StringVar(&f.EgressProxyImage, "egress-proxy-image", worker.DefaultEgressProxyImage, "image of the per-sandbox egress proxy (built by make images); missing: no egress is served")
+	fl.StringVar(&f.EgressNetwork, "egress-network", docker.DefaultEgressNetwork, "Docker network the egress proxies reach upstreams on")
+	fl.StringArrayVar(&f.EgressAllowCIDRs, "egress-allow-cidr", nil,
+		"private range (CIDR) upstreams may be in, for internal services (repeatable); private ranges are refused otherwise, and loopback, link-local (cloud metadata), multicast and the Docker host always")
+	fl.StringVar(&f.EgressCAFile, "egress-ca-file", "", "PEM file of CAs the egress proxy and sandboxes trust for upstreams, besides the worker's system roots")
+	fl.StringArrayVar(&f.EgressResolve, "egress-resolve", nil,
+		"NAME=ADDRESS: the egress proxy resolves NAME to ADDRESS (repeatable; for tests against local upstreams: the address is still checked like any resolved one)")
+	fl.IntVar(&f.EgressMaxConnections, "egress-max-connections", exechost.DefaultEgressConns, "connections one sandbox may open through its egress proxy")
 	fl.StringVar(&f.LogLevel, "log-level", "info", "debug|info|warn|error")
 	fl.StringVar(&f.LogFormat, "log-format", "text", "text|json")
 }
@@ -119,6 +137,10 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 	if err := policy.Check(); err != nil {
 		return worker.Config{}, usageErr("%v", err)
 	}
+	egress, err := f.egressConfig()
+	if err != nil {
+		return worker.Config{}, err
+	}
 	labels := map[string]string{}
 	for _, kv := range f.SandboxLabels {
 		k, v, ok := strings.Cut(kv, "=")
@@ -151,7 +173,43 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		SecretPolicy:                policy,
 		Runtime:                     f.Runtime,
 		PullRegistries:              f.PullRegistries,
+		Egress:                      egress,
 	}, nil
+}
+
+// egressConfig checks the egress flags (usage errors, exit 2).
+func (f *workerFlags) egressConfig() (worker.EgressConfig, error) {
+	cfg := worker.EgressConfig{Disabled: !f.Egress, ProxyImage: f.EgressProxyImage, Network: f.EgressNetwork,
+		CAFile: f.EgressCAFile, MaxConnections: f.EgressMaxConnections}
+	if f.EgressNetwork == "" {
+		return cfg, usageErr("--egress-network must name a Docker network")
+	}
+	if f.EgressMaxConnections < 1 {
+		return cfg, usageErr("--egress-max-connections must be at least 1")
+	}
+	for _, s := range f.EgressAllowCIDRs {
+		p, err := worker.ParseEgressAllowCIDR(s)
+		if err != nil {
+			return cfg, usageErr("%v", err)
+		}
+		cfg.AllowCIDRs = append(cfg.AllowCIDRs, p)
+	}
+	if f.EgressCAFile != "" {
+		if err := worker.CheckEgressCAFile(f.EgressCAFile); err != nil {
+			return cfg, usageErr("%v", err)
+		}
+	}
+	for _, s := range f.EgressResolve {
+		name, addr, err := worker.ParseEgressResolve(s)
+		if err != nil {
+			return cfg, usageErr("%v", err)
+		}
+		if cfg.Resolve == nil {
+			cfg.Resolve = map[string]string{}
+		}
+		cfg.Resolve[name] = addr
+	}
+	return cfg, nil
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {

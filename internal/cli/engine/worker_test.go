@@ -31,6 +31,20 @@ func TestWorkerAndDevUsageErrors(t *testing.T) {
 		{name: "dev relative git root", args: []string{"dev", "--git-root", "./repos"}, want: "--git-root"},
 		{name: "worker shared store without key", args: []string{"worker", "--store", "s3://bucket/prefix"}, want: "--checkpoint-key-file"},
 		{name: "dev shared store without key", args: []string{"dev", "--store", "s3://bucket"}, want: "--checkpoint-key-file"},
+		{name: "worker egress cidr everything", args: []string{"worker", "--egress-allow-cidr", "0.0.0.0/0"}, want: "whole address space"},
+		{name: "worker egress cidr v6 everything", args: []string{"worker", "--egress-allow-cidr", "::/0"}, want: "whole address space"},
+		{name: "worker egress cidr metadata", args: []string{"worker", "--egress-allow-cidr", "169.254.169.254/32"}, want: "link-local"},
+		{name: "worker egress cidr covering loopback", args: []string{"worker", "--egress-allow-cidr", "96.0.0.0/3"}, want: "loopback"},
+		{name: "worker egress cidr junk", args: []string{"worker", "--egress-allow-cidr", "10.0.0.0/33"}, want: "--egress-allow-cidr"},
+		{name: "dev egress cidr multicast", args: []string{"dev", "--egress-allow-cidr", "239.0.0.0/8"}, want: "multicast"},
+		{name: "worker egress resolve without address", args: []string{"worker", "--egress-resolve", "api.example.com"}, want: "NAME=ADDRESS"},
+		{name: "worker egress resolve bad address", args: []string{"worker", "--egress-resolve", "api.example.com=localhost"}, want: "--egress-resolve"},
+		{name: "worker egress resolve wildcard", args: []string{"worker", "--egress-resolve", "*.example.com=10.0.0.1"}, want: "not a host name"},
+		{name: "worker egress resolve ip name", args: []string{"worker", "--egress-resolve", "10.0.0.2=10.0.0.1"}, want: "not a host name"},
+		{name: "worker egress ca missing", args: []string{"worker", "--egress-ca-file", "/nonexistent/ca.pem"}, want: "--egress-ca-file"},
+		{name: "worker egress ca without certificate", args: []string{"worker", "--egress-ca-file", "/etc/hostname"}, want: "no PEM certificate"},
+		{name: "worker egress zero connections", args: []string{"worker", "--egress-max-connections", "0"}, want: "--egress-max-connections"},
+		{name: "worker egress empty network", args: []string{"worker", "--egress-network", ""}, want: "--egress-network"},
 		{name: "dev bad address", args: []string{"--address", "no-port", "dev"}, want: "invalid --address"},
 		{name: "dev bad port", args: []string{"--address", "127.0.0.1:http", "dev"}, want: "invalid port"},
 	}
@@ -53,4 +67,7 @@ func TestWorkerHelpListsFlags(t *testing.T) {
 	}
 	require.Contains(t, out.String(), "--git-root")
 	require.Contains(t, out.String(), "--pull-registry")
+	for _, f := range []string{"--egress", "--egress-proxy-image", "--egress-network", "--egress-allow-cidr", "--egress-ca-file", "--egress-resolve", "--egress-max-connections"} {
+		require.Contains(t, out.String(), f)
+	}
 }
