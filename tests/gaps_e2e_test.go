@@ -413,6 +413,28 @@ func requireNotInFiles(t *testing.T, dir, needle string) {
 // worker's log file.
 func (e *engineEnv) startWorkerProcess(t *testing.T, name string, flags ...string) (string, string) {
 	t.Helper()
+	w := e.startWorkerProc(t, name, flags...)
+	return w.queue, w.logPath
+}
+
+// workerProc is an `agentctl worker` process of a test.
+type workerProc struct {
+	cmd     *exec.Cmd
+	queue   string
+	logPath string
+	done    chan struct{} // closed when the process has exited
+}
+
+// kill9 kills the worker with SIGKILL and waits for it to be gone.
+func (w *workerProc) kill9(t *testing.T) {
+	t.Helper()
+	require.NoError(t, w.cmd.Process.Signal(syscall.SIGKILL))
+	<-w.done
+}
+
+// startWorkerProc is startWorkerProcess, keeping the process.
+func (e *engineEnv) startWorkerProc(t *testing.T, name string, flags ...string) *workerProc {
+	t.Helper()
 	bin := filepath.Join(e.tmp, "agentctl")
 	if _, err := os.Stat(bin); err != nil {
 		build := exec.Command("go", "build", "-o", bin, "./cmd/agentctl")
@@ -435,15 +457,15 @@ func (e *engineEnv) startWorkerProcess(t *testing.T, name string, flags ...strin
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	require.NoError(t, cmd.Start())
+	w := &workerProc{cmd: cmd, queue: queue, logPath: logPath, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(w.done) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-w.done:
 		case <-time.After(45 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			<-w.done
 		}
 		logf.Close()
 		if t.Failed() {
@@ -456,5 +478,5 @@ func (e *engineEnv) startWorkerProcess(t *testing.T, name string, flags ...strin
 		b, _ := os.ReadFile(logPath)
 		return bytes.Contains(b, []byte(`msg="worker started"`))
 	}, 2*time.Minute, 200*time.Millisecond, "worker %s did not start", name)
-	return queue, logPath
+	return w
 }
