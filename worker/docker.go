@@ -37,7 +37,7 @@ func newDockerBackend(ctx context.Context, cfg Config, store *checkpoint.Sealed)
 	if cfg.Runtime != "" {
 		cfg.Logger.Info("sandbox runtime", "runtime", cfg.Runtime)
 	}
-	egress, err := egressOptions(ctx, dc, cfg.Egress, cfg.Logger.With("component", "egress"))
+	egress, err := egressOptions(ctx, dc, cfg.Egress, cfg.Runtime, cfg.Logger.With("component", "egress"))
 	if err != nil {
 		dc.Close()
 		return nil, err

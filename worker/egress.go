@@ -97,11 +97,17 @@ func ParseEgressResolve(s string) (name, addr string, err error) {
 	return name, a.String(), nil
 }
 
+// egressDocker is what egressOptions asks the daemon.
+type egressDocker interface {
+	client.ImageAPIClient
+	docker.InfoClient
+}
+
 // egressOptions resolves the configuration into the Docker host's
 // options: the proxy image to its ID, the CA file to PEM. Without the
 // proxy image the worker serves no egress: steps with egress then fail
 // with a policy error saying so, every other step runs.
-func egressOptions(ctx context.Context, dc client.ImageAPIClient, cfg EgressConfig, log *slog.Logger) (docker.EgressOptions, error) {
+func egressOptions(ctx context.Context, dc egressDocker, cfg EgressConfig, runtime string, log *slog.Logger) (docker.EgressOptions, error) {
 	if cfg.Disabled {
 		log.Info("egress disabled (--egress=false): steps that declare egress fail")
 		return docker.EgressOptions{}, nil
@@ -130,6 +136,13 @@ func egressOptions(ctx context.Context, dc client.ImageAPIClient, cfg EgressConf
 		return docker.EgressOptions{}, fmt.Errorf("egress proxy image %s: %w", ref, err)
 	}
 	opts.ProxyImage = img.ID
+	if opts.Unavailable, err = docker.EgressUnavailable(ctx, dc, runtime); err != nil {
+		return docker.EgressOptions{}, err
+	}
+	if opts.Unavailable != "" {
+		log.Warn("egress unavailable: steps that declare egress will fail", "reason", opts.Unavailable)
+		return opts, nil
+	}
 	log.Info("egress enabled", "proxy_image", ref, "proxy_image_id", img.ID, "network", opts.Network,
 		"allow_cidrs", cfg.AllowCIDRs, "extra_ca", cfg.CAFile != "", "resolve_overrides", len(cfg.Resolve))
 	return opts, nil

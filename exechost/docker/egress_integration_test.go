@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -44,6 +45,10 @@ type egressEnv struct {
 	gateway string
 	up      *upstream // "upstream.test"
 	other   *upstream // "other.test": listed by no rule
+	// unavailable is why this pass's runtime serves no egress ("" under
+	// runc; gVisor registered with --network=none gives sandboxes no
+	// network at all).
+	unavailable string
 }
 
 // upstream is a busybox container on the test network: httpd on 8080
@@ -70,8 +75,17 @@ func setupEgress(t *testing.T, mutate func(*egressEnv, *docker.EgressOptions)) *
 	e := setup(t)
 	ctx := t.Context()
 	ee := &egressEnv{env: e, tool: imageID(t, e.c, testtoolTag)}
+	var err error
+	ee.unavailable, err = docker.EgressUnavailable(ctx, e.c, sandboxRuntime)
+	require.NoError(t, err)
+	if ee.unavailable != "" {
+		// The difference of this runtime, checked by
+		// TestEgressRefusedUnderANetworklessRuntime; nothing else here
+		// can run.
+		t.Skipf("egress under sandbox runtime %s: %s", sandboxRuntime, ee.unavailable)
+	}
 	ee.net = fmt.Sprintf("agentflow-egress-test-%d-%d", os.Getpid(), time.Now().UnixNano())
-	_, err := e.c.NetworkCreate(ctx, ee.net, network.CreateOptions{Driver: "bridge", Labels: testLabels})
+	_, err = e.c.NetworkCreate(ctx, ee.net, network.CreateOptions{Driver: "bridge", Labels: testLabels})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.c.NetworkRemove(context.Background(), ee.net) })
 	ins, err := e.c.NetworkInspect(ctx, ee.net, network.InspectOptions{})
@@ -663,4 +677,32 @@ func TestEgressCAIsOnlyForTheBrokeredHosts(t *testing.T) {
 		}
 	}
 	require.True(t, found, "the sandbox's CA is in its bundle")
+}
+
+// TestEgressRefusedUnderANetworklessRuntime: under a runtime registered
+// without networking (gVisor with --network=none, as
+// scripts/install-runsc.sh registers it here) egress is refused with the
+// reason, before anything is created; never run under another runtime.
+// Under runc there is no such reason.
+func TestEgressRefusedUnderANetworklessRuntime(t *testing.T) {
+	e := setup(t)
+	reason, err := docker.EgressUnavailable(t.Context(), e.c, sandboxRuntime)
+	require.NoError(t, err)
+	info, err := e.c.Info(t.Context())
+	require.NoError(t, err)
+	networkless := slices.Contains(info.Runtimes[sandboxRuntime].Args, "--network=none")
+	if !networkless {
+		require.Empty(t, reason, "runtime %s has networking", sandboxRuntime)
+		return
+	}
+	require.Contains(t, reason, "--network=none")
+	h, err := docker.New(docker.Options{Client: e.c, Store: e.sealed, Runtime: sandboxRuntime,
+		Egress: docker.EgressOptions{ProxyImage: imageID(t, e.c, proxyTag), Unavailable: reason}})
+	require.NoError(t, err)
+	id := newID(t)
+	_, err = h.Provision(t.Context(), exechost.ProvisionRequest{ExecutionID: id, Image: e.base, Resources: limits(), Labels: testLabels,
+		Network: exechost.NetworkEgress, Egress: &exechost.EgressPolicy{Rules: []exechost.EgressRule{rule("api.example.com", 443)}, MaxBytes: 1 << 20}})
+	require.ErrorIs(t, err, exechost.ErrPolicy)
+	require.Contains(t, err.Error(), "no network")
+	e.requireGone(t, id)
 }

@@ -111,6 +111,10 @@ type EgressOptions struct {
 	Resolve map[string]string
 	// MaxConnections per sandbox (0: exechost.DefaultEgressConns).
 	MaxConnections int
+	// Unavailable, when set, says why this host serves no egress although
+	// it has a proxy image (EgressUnavailable: a runtime without
+	// networking); NetworkEgress provisions are refused with it.
+	Unavailable string
 }
 
 // Host implements exechost.ExecutionHost on a Docker daemon.
@@ -249,8 +253,13 @@ func (h *Host) Provision(ctx context.Context, req exechost.ProvisionRequest) (*e
 	if err := h.policy.ValidateProvision(req); err != nil {
 		return nil, fmt.Errorf("provision %s: %w", req.ExecutionID, err)
 	}
-	if req.Network == exechost.NetworkEgress && h.egress.ProxyImage == "" {
-		return nil, fmt.Errorf("provision %s: %w", req.ExecutionID, errNoEgress)
+	if req.Network == exechost.NetworkEgress {
+		switch {
+		case h.egress.Unavailable != "":
+			return nil, fmt.Errorf("provision %s: %w", req.ExecutionID, &exechost.PolicyError{Field: "network", Reason: h.egress.Unavailable})
+		case h.egress.ProxyImage == "":
+			return nil, fmt.Errorf("provision %s: %w", req.ExecutionID, errNoEgress)
+		}
 	}
 	for {
 		h.mu.Lock()

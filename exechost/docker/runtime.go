@@ -61,3 +61,35 @@ func withRuntimePids(runtime string, limit *int64) *int64 {
 	v := *limit + RunscPidsOverhead
 	return &v
 }
+
+// EgressUnavailable says why sandboxes under runtime ("" = the daemon's
+// default) cannot have egress, or "" when they can. A runtime registered
+// without networking (gVisor with --network=none, which
+// scripts/install-runsc.sh registers on machines whose netstack gVisor
+// cannot drive) gives a sandbox no interface to reach its proxy: egress
+// there is refused with this reason, never silently run under another
+// runtime.
+func EgressUnavailable(ctx context.Context, c InfoClient, runtime string) (string, error) {
+	info, err := c.Info(ctx)
+	if err != nil {
+		return "", fmt.Errorf("docker info: %w", err)
+	}
+	return egressUnavailable(info, runtime), nil
+}
+
+func egressUnavailable(info system.Info, name string) string {
+	if name == "" {
+		name = info.DefaultRuntime
+	}
+	rt, ok := info.Runtimes[name]
+	if !ok {
+		return ""
+	}
+	args := rt.Args
+	for i, a := range args {
+		if a == "--network=none" || a == "-network=none" || (a == "--network" || a == "-network") && i+1 < len(args) && args[i+1] == "none" {
+			return fmt.Sprintf("sandbox runtime %q is registered with %s: its sandboxes have no network, so egress cannot be served under it (run steps with egress on a worker with runc, or register %s with networking)", name, "--network=none", name)
+		}
+	}
+	return ""
+}

@@ -33,3 +33,20 @@ func TestCheckRuntime(t *testing.T) {
 
 	require.ErrorContains(t, CheckRuntime(t.Context(), infoStub{err: errors.New("unreachable")}, "runsc"), "unreachable")
 }
+
+func TestEgressUnavailable(t *testing.T) {
+	info := system.Info{DefaultRuntime: "runc", Runtimes: map[string]system.RuntimeWithStatus{
+		"runc":       {},
+		"runsc":      {Runtime: system.Runtime{Path: "/usr/bin/runsc", Args: []string{"--network=none", "--oci-seccomp"}}},
+		"runsc-net":  {Runtime: system.Runtime{Path: "/usr/bin/runsc", Args: []string{"--network=host"}}},
+		"runsc-sep":  {Runtime: system.Runtime{Path: "/usr/bin/runsc", Args: []string{"--network", "none"}}},
+		"kata":       {Runtime: system.Runtime{Path: "/usr/bin/kata"}},
+		"runsc-none": {Runtime: system.Runtime{Path: "/usr/bin/runsc", Args: []string{"-network=none"}}},
+	}}
+	for name, want := range map[string]bool{"": false, "runc": false, "runsc": true, "runsc-net": false, "runsc-sep": true, "kata": false, "runsc-none": true, "unknown": false} {
+		got := egressUnavailable(info, name)
+		require.Equal(t, want, got != "", "%s: %q", name, got)
+	}
+	info.DefaultRuntime = "runsc"
+	require.NotEmpty(t, egressUnavailable(info, ""), "the daemon's default runtime counts")
+}
