@@ -82,7 +82,13 @@ func newDockerBackend(ctx context.Context, cfg Config, store *checkpoint.Sealed)
 		},
 		Reap: func(ctx context.Context) (int, error) {
 			reaped, err := host.Reap(ctx, nil) // every agentflow sandbox on this daemon
-			return len(reaped), err
+			n := 0
+			for _, r := range reaped {
+				if r.Role == "" { // sandboxes; their egress proxies and networks go with them
+					n++
+				}
+			}
+			return n, err
 		},
 		Close: dc.Close,
 	}, nil
