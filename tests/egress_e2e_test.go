@@ -72,6 +72,12 @@ func startEgressE2E(t *testing.T) *egressE2E {
 	for name, addr := range ee.up.Resolve() {
 		ee.flags = append(ee.flags, "--egress-resolve", name+"="+addr)
 	}
+	// Names a hostile spec may list that resolve where egress never goes.
+	ins, err := e.docker.NetworkInspect(ctx, ee.net, network.InspectOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, ins.IPAM.Config)
+	ee.flags = append(ee.flags, "--egress-resolve", "loop.test=127.0.0.1", "--egress-resolve", "meta.test=169.254.169.254",
+		"--egress-resolve", "gw.test="+ins.IPAM.Config[0].Gateway)
 	return ee
 }
 
@@ -219,6 +225,18 @@ steps:
         - {kind: dial, addr: "%s:443"}
         - {kind: dns, name: "techcrunch.com", timeout_ms: 3000}
         - {kind: http, url: "https://hooks.slack.com:8443/"}
+  - id: probe_more
+    tool: testtool:1.0
+    egress: ["loop.test:80", "meta.test:80", "gw.test:80", "techcrunch.com:443"]
+    resources: {max_egress: 64Ki}
+    inputs:
+      mode: net
+      probes:
+        - {kind: http, url: "http://loop.test/"}
+        - {kind: http, url: "http://meta.test/latest/meta-data/"}
+        - {kind: http, url: "http://gw.test/"}
+        - {kind: connect, target: "techcrunch.com:443", tls: true, sni: "api.openai.com"}
+        - {kind: http, method: POST, url: "https://techcrunch.com/upload", body_bytes: 1048576}
 `, ee.up.IP))
 		run := ee.startOn(t, w.queue, id, p, nil)
 		res, err := ee.wait(t, run)
@@ -241,19 +259,35 @@ steps:
 		}
 		require.Equal(t, 403, out.Probes[1].Status)
 		require.Equal(t, 403, out.Probes[2].Status)
+		rawMore, _ := json.Marshal(stepRecord(t, st, "probe_more").Output)
+		out.Probes = nil
+		require.NoError(t, json.Unmarshal(rawMore, &out))
+		require.Len(t, out.Probes, 5)
+		for i, pr := range out.Probes {
+			require.False(t, pr.OK, "probe_more %d got through: %+v", i, pr)
+		}
+		for i := range 3 {
+			require.Equal(t, 403, out.Probes[i].Status, "probe_more %d: %+v", i, out.Probes[i])
+		}
 
 		rec, err := ee.up.Recorded(t.Context())
 		require.NoError(t, err)
 		hooks := rec.Service("webhook")
 		require.Len(t, hooks, 1, "only the brokered request reached an upstream: %+v", rec.Requests)
 		require.Equal(t, []string{"Bearer " + e2eHookToken}, hooks[0].Header.Values("Authorization"))
-		require.Len(t, rec.Requests, 1)
+		require.Len(t, rec.Requests, 1, "nothing of probe_more reached the upstream either")
 
 		log := ee.stepLog(t, id, "probe")
 		require.Contains(t, log, "--- agentflow: egress mitm hooks.slack.com:443 allowed")
 		require.Contains(t, log, "--- agentflow: egress connect techcrunch.com:443 refused: not on the step's egress list")
 		require.Contains(t, log, "--- agentflow: egress http api.openai.com:80 refused: not on the step's egress list")
 		require.Contains(t, log, "--- agentflow: egress connect hooks.slack.com:8443 refused") // the listed host, another port
+		more := ee.stepLog(t, id, "probe_more")
+		require.Contains(t, more, "--- agentflow: egress http loop.test:80 refused: address 127.0.0.1 is loopback")
+		require.Contains(t, more, "--- agentflow: egress http meta.test:80 refused: address 169.254.169.254 is loopback, link-local")
+		require.Contains(t, more, "--- agentflow: egress http gw.test:80 refused: address "+ee.gateway(t)+" belongs to the Docker host")
+		require.Contains(t, more, `--- agentflow: egress connect techcrunch.com:443 refused: tls: SNI "api.openai.com" differs from the CONNECT host`)
+		require.Contains(t, more, "refused: max_egress")
 		ee.requireSecretsNowhere(t, id, run.GetRunID(), "egress", string(raw))
 	})
 
@@ -375,4 +409,12 @@ func (ee *egressE2E) execIn(t *testing.T, id, script string) string {
 func jsonText(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b[1 : len(b)-1])
+}
+
+// gateway is the egress network's gateway: the Docker host on it.
+func (ee *egressE2E) gateway(t *testing.T) string {
+	t.Helper()
+	ins, err := ee.docker.NetworkInspect(t.Context(), ee.net, network.InspectOptions{})
+	require.NoError(t, err)
+	return ins.IPAM.Config[0].Gateway
 }

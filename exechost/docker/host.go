@@ -610,7 +610,7 @@ func (h *Host) Terminate(ctx context.Context, id exechost.ExecutionID) error {
 		// last member has (removeNetwork waits for that).
 		var wg sync.WaitGroup
 		if containerID != "" {
-			wg.Go(func() { h.remove(ctx, containerID) })
+			wg.Go(func() { h.remove(context.WithoutCancel(ctx), containerID) })
 		}
 		h.closeBoundary(ctx, b)
 		wg.Wait()
