@@ -529,6 +529,13 @@ func TestEgressTeardown(t *testing.T) {
 		require.NoError(t, ee.host.Terminate(ctx, id))
 		ee.requireBoundaryGone(t, id)
 	})
+	t.Run("terminate on a canceled context", func(t *testing.T) {
+		id := mk(ee.host, 0)
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		require.NoError(t, ee.host.Terminate(cctx, id))
+		ee.requireBoundaryGone(t, id)
+	})
 	t.Run("killed from outside", func(t *testing.T) {
 		id := mk(ee.host, 0)
 		done := make(chan error, 1)
