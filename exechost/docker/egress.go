@@ -55,7 +55,7 @@ const (
 	DefaultEgressNetwork = "bridge"
 )
 
-// ErrNoEgress: this host serves no NetworkEgress sandbox (no proxy image).
+// errNoEgress: this host serves no NetworkEgress sandbox (no proxy image).
 var errNoEgress = &exechost.PolicyError{Field: "network",
 	Reason: "this worker serves no egress (worker --egress=false, or the egress proxy image is missing: run make images)"}
 
