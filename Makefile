@@ -43,13 +43,17 @@ test-unit: ## fast unit tests only (no Docker, no Temporal server)
 .PHONY: lint
 lint: ## gofmt + go vet + go.mod/go.sum tidy
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet -tags 'integration e2e' ./...
+	$(GO) vet -tags 'integration e2e load' ./...
 	@out=$$($(GO) mod tidy -diff 2>&1) || { echo "go.mod/go.sum not tidy (run go mod tidy):"; echo "$$out"; exit 1; }
 
 .PHONY: bench
 bench: images ## benchmarks with in-run baselines (see docs/BENCHMARKS.md; builds the MinIO test server once)
 	$(GO) test -run '^$$' -bench . -benchmem ./bench/...
 	minio=$$(scripts/test-servers.sh minio) && AGENTFLOW_MINIO=$$minio AGENTFLOW_BENCH=1 $(GO) test -count=1 -tags integration -run 'Bench' -v ./bench/...
+
+.PHONY: load
+load: temporal ## load harness: 1200 agents × 5 steps on a no-op host vs bare Temporal (AGENTFLOW_LOAD_AGENTS, _STEPS; docs/BENCHMARKS.md)
+	AGENTFLOW_LOAD=1 $(GO) test -count=1 -tags load -timeout 60m -run TestLoad -v ./bench/
 
 .PHONY: fuzz
 fuzz: ## run the fuzz targets for FUZZTIME each (default 2m)

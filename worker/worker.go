@@ -285,19 +285,7 @@ func Run(ctx context.Context, cfg Config) error {
 		log.Info("sandbox host has no GPU runtime; steps that request GPUs follow the gpu policy", "gpu_policy", string(gpuPolicy))
 	}
 
-	w := sdkworker.New(c, cfg.TaskQueue, sdkworker.Options{
-		MaxConcurrentActivityExecutionSize: cfg.MaxConcurrentSteps,
-		// Longer than our own wait: the SDK cancels running activities
-		// when it expires, which would abort them as "canceled" instead of
-		// handing them back (stop).
-		WorkerStopTimeout: cfg.StopTimeout + handBackTimeout,
-		// The SDK sends at most one heartbeat per throttle interval (by
-		// default 80% of the HeartbeatTimeout, 16 s for steps), and a
-		// cancellation is only delivered in a heartbeat's answer. Capping
-		// the throttle makes `agentctl cancel` take seconds, not ~16 s.
-		MaxHeartbeatThrottleInterval:     heartbeatThrottle,
-		DefaultHeartbeatThrottleInterval: heartbeatThrottle,
-	})
+	w := sdkworker.New(c, cfg.TaskQueue, TemporalOptions(cfg.MaxConcurrentSteps, cfg.StopTimeout))
 	w.RegisterWorkflowWithOptions(workflows.AgentWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowName})
 	w.RegisterActivity(acts)
 	// The tool registry's workflow and its probe activity (tool register).
@@ -505,4 +493,30 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// TemporalOptions are the Temporal worker options of an agentflow worker
+// with maxSteps activity slots, and of the load harness's bare floor
+// (bench/cmd/loadworker), so the two poll alike. Pollers scale with the
+// backlog (SDK autoscaling): with a fixed two, a burst of runs waited
+// seconds per workflow task in the server's queue (docs/BENCHMARKS.md).
+func TemporalOptions(maxSteps int, stopTimeout time.Duration) sdkworker.Options {
+	// Up to 16 pollers per kind: more bought nothing measurable on the
+	// load harness and cost memory (one long poll each).
+	const maxPollers = 16
+	return sdkworker.Options{
+		WorkflowTaskPollerBehavior:         sdkworker.NewPollerBehaviorAutoscaling(sdkworker.PollerBehaviorAutoscalingOptions{MaximumNumberOfPollers: maxPollers}),
+		ActivityTaskPollerBehavior:         sdkworker.NewPollerBehaviorAutoscaling(sdkworker.PollerBehaviorAutoscalingOptions{MaximumNumberOfPollers: maxPollers}),
+		MaxConcurrentActivityExecutionSize: maxSteps,
+		// Longer than our own wait: the SDK cancels running activities
+		// when it expires, which would abort them as "canceled" instead of
+		// handing them back (stop).
+		WorkerStopTimeout: stopTimeout + handBackTimeout,
+		// The SDK sends at most one heartbeat per throttle interval (by
+		// default 80% of the HeartbeatTimeout, 16 s for steps), and a
+		// cancellation is only delivered in a heartbeat's answer. Capping
+		// the throttle makes `agentctl cancel` take seconds, not ~16 s.
+		MaxHeartbeatThrottleInterval:     heartbeatThrottle,
+		DefaultHeartbeatThrottleInterval: heartbeatThrottle,
+	}
 }

@@ -203,6 +203,9 @@ func Ping(ctx context.Context, address string) error {
 // Done is closed when the server process exits.
 func (s *Server) Done() <-chan struct{} { return s.done }
 
+// Pid is the server process's ID (for its CPU time in benchmarks).
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
 // Err is the process's exit error, valid after Done.
 func (s *Server) Err() error { return s.waitErr }
 

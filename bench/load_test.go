@@ -1,0 +1,461 @@
+//go:build load
+
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	tclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/agentflow/agentflow/bench/loadbase"
+	"github.com/agentflow/agentflow/bench/noophost"
+	"github.com/agentflow/agentflow/internal/devserver"
+	"github.com/agentflow/agentflow/internal/spec"
+	"github.com/agentflow/agentflow/internal/testenv"
+	"github.com/agentflow/agentflow/workflows"
+)
+
+// TestLoad is the load harness (make load): N agents of K linear steps
+// submitted to a dev server with at most INFLIGHT starts in flight (a start
+// refused with ResourceExhausted, Unavailable or a deadline is retried with
+// backoff, so a burst gets no client errors), first as loadbase's bare
+// workflow of K no-op activities (the floor), then as AgentWorkflow runs on
+// an agentflow worker whose host is bench/noophost (it runs nothing:
+// orchestration only). Both workers are separate processes with the same
+// activity concurrency. It prints a table and one JSON line per run:
+// completed, lost (not closed within the bound), failed, client errors,
+// duplicated tool executions, P50/P95/P99 run latency (server start →
+// close), wall time, worker CPU-seconds and peak RSS, server CPU-seconds.
+//
+//	AGENTFLOW_LOAD=1 go test -tags load -count=1 -timeout 60m -run TestLoad -v ./bench/
+//
+// AGENTFLOW_LOAD_AGENTS (1200), _STEPS (5), _INFLIGHT (64), _CONCURRENCY
+// (the workers' activity slots, 16), _OUT (append the JSON lines there),
+// _PROFILE_DIR (a CPU profile of each phase's worker there).
+func TestLoad(t *testing.T) {
+	if os.Getenv("AGENTFLOW_LOAD") != "1" {
+		t.Skip("set AGENTFLOW_LOAD=1 to run the load harness")
+	}
+	cfg := loadConfig{
+		Agents: envInt("AGENTFLOW_LOAD_AGENTS", 1200), Steps: envInt("AGENTFLOW_LOAD_STEPS", 5),
+		InFlight: envInt("AGENTFLOW_LOAD_INFLIGHT", 64), Concurrency: envInt("AGENTFLOW_LOAD_CONCURRENCY", 16),
+	}
+	ctx := t.Context()
+	bin := testenv.TemporalBinary(t)
+	tmp := t.TempDir()
+	worker := filepath.Join(tmp, "loadworker")
+	build := exec.Command("go", "build", "-o", worker, "./bench/cmd/loadworker")
+	build.Dir = testenv.RepoRoot(t)
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "build loadworker: %s", out)
+
+	var srvLog bytes.Buffer
+	srv, err := devserver.Start(ctx, devserver.Options{Bin: bin, Port: testenv.FreePort(t), Headless: true, Stderr: &srvLog})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Stop(30 * time.Second) })
+	c, err := tclient.Dial(tclient.Options{HostPort: srv.Address})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+
+	plan := loadPlan(t, cfg.Steps)
+	var results []loadResult
+	for _, ph := range []struct {
+		name string
+		args []string
+		run  func(ctx context.Context, id, queue string) (tclient.WorkflowRun, error)
+	}{
+		{"bare temporal", []string{"-mode", "bare"}, func(ctx context.Context, id, queue string) (tclient.WorkflowRun, error) {
+			return c.ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{ID: id, TaskQueue: queue}, loadbase.WorkflowName, cfg.Steps)
+		}},
+		{"agentflow, no-op host", []string{"-mode", "engine"}, func(ctx context.Context, id, queue string) (tclient.WorkflowRun, error) {
+			return c.ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{
+				ID: id, TaskQueue: queue,
+				Memo: map[string]any{workflows.MemoSpecName: plan.Name, workflows.MemoSpecVersion: plan.Version},
+				TypedSearchAttributes: temporal.NewSearchAttributes(
+					temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrAgentName).ValueSet(id),
+					temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrSpec).ValueSet(plan.Name),
+					temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrStatus).ValueSet(workflows.RunPending),
+				),
+			}, workflows.WorkflowName, workflows.Input{Plan: plan})
+		}},
+	} {
+		r := runLoadPhase(t, c, srv, worker, tmp, ph.name, ph.args, cfg, ph.run)
+		results = append(results, r)
+	}
+	report(t, cfg, results)
+	for _, r := range results {
+		require.Zero(t, r.Lost, "%s: lost runs", r.Name)
+		require.Zero(t, r.ClientErrors, "%s: client errors", r.Name)
+		require.Zero(t, r.Duplicated, "%s: tools ran twice", r.Name)
+	}
+}
+
+type loadConfig struct {
+	Agents, Steps, InFlight, Concurrency int
+}
+
+type loadResult struct {
+	Name         string  `json:"name"`
+	Agents       int     `json:"agents"`
+	Steps        int     `json:"steps"`
+	Completed    int     `json:"completed"`
+	Failed       int     `json:"failed"`
+	Lost         int     `json:"lost"`
+	ClientErrors int     `json:"client_errors"`
+	StartRetries int64   `json:"start_retries"`
+	Duplicated   int     `json:"duplicated_tool_runs"`
+	ToolRuns     int     `json:"tool_runs,omitempty"`
+	WallSeconds  float64 `json:"wall_s"`
+	P50          float64 `json:"p50_s"`
+	P95          float64 `json:"p95_s"`
+	P99          float64 `json:"p99_s"`
+	WorkerCPU    float64 `json:"worker_cpu_s"`
+	WorkerRSSMiB float64 `json:"worker_peak_rss_mib"`
+	ServerCPU    float64 `json:"server_cpu_s"`
+	// HistoryEvents counts the event types of one run's history: what
+	// the server writes per run.
+	HistoryEvents map[string]int `json:"history_events"`
+	// Requests counts the worker's calls to the server by operation
+	// (engine only: the worker's own metrics).
+	Requests map[string]float64 `json:"requests,omitempty"`
+}
+
+// temporalRequests reads the SDK's temporal_request counters by
+// operation from the worker's /metrics.
+func temporalRequests(url string) map[string]float64 {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		for _, m := range []string{"agentflow_step_duration_seconds_sum", "agentflow_step_duration_seconds_count",
+			"temporal_activity_execution_latency_sum", "temporal_activity_execution_latency_count",
+			"temporal_activity_schedule_to_start_latency_sum", "temporal_activity_schedule_to_start_latency_count",
+			"temporal_workflow_task_execution_latency_sum", "temporal_workflow_task_execution_latency_count", "temporal_workflow_task_replay_latency_sum", "temporal_workflow_endtoend_latency_sum",
+			"temporal_workflow_task_schedule_to_start_latency_sum", "temporal_workflow_task_schedule_to_start_latency_count", "temporal_sticky_cache_miss", "temporal_sticky_cache_hit",
+			"agentflow_sandbox_phase_duration_seconds_sum"} {
+			if strings.HasPrefix(line, m+"{") || strings.HasPrefix(line, m+" ") {
+				v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+				key := m
+				if i := strings.Index(line, `phase="`); i >= 0 {
+					key += ":" + line[i+7:i+7+strings.IndexByte(line[i+7:], '"')]
+				}
+				out[key] += v
+			}
+		}
+		if !strings.HasPrefix(line, "temporal_request{") && !strings.HasPrefix(line, "temporal_request_total{") {
+			continue
+		}
+		i := strings.Index(line, `operation="`)
+		if i < 0 {
+			continue
+		}
+		op := line[i+len(`operation="`):]
+		op = op[:strings.IndexByte(op, '"')]
+		v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		out[op] += v
+	}
+	return out
+}
+
+// historyShape counts the event types in one run's history.
+func historyShape(ctx context.Context, c tclient.Client, id string) map[string]int {
+	out := map[string]int{}
+	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return out
+		}
+		out[strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_")]++
+		out["total"]++
+	}
+	return out
+}
+
+// loadPlan is a linear plan of k steps on a pinned image the no-op host
+// never runs.
+func loadPlan(t *testing.T, k int) spec.Plan {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("name: load\nversion: \"1.0.0\"\nsteps:\n")
+	img := "sha256:" + strings.Repeat("0", 64)
+	for i := range k {
+		fmt.Fprintf(&b, "  - id: s%d\n    image: %q\n    inputs: {n: %d}\n    timeout: 60s\n", i, img, i)
+		if i > 0 {
+			fmt.Fprintf(&b, "    depends_on: [s%d]\n", i-1)
+		}
+	}
+	p, err := spec.Load("load.yaml", []byte(b.String()))
+	require.NoError(t, err)
+	return *p
+}
+
+func runLoadPhase(t *testing.T, c tclient.Client, srv *devserver.Server, bin, tmp, name string, args []string, cfg loadConfig,
+	start func(ctx context.Context, id, queue string) (tclient.WorkflowRun, error)) loadResult {
+	t.Helper()
+	ctx := t.Context()
+	queue := fmt.Sprintf("load-%d", time.Now().UnixNano())
+	dir := filepath.Join(tmp, queue)
+	stats := filepath.Join(dir, "stats.json")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	wargs := append([]string{"-address", srv.Address, "-task-queue", queue,
+		"-max-concurrent", strconv.Itoa(cfg.Concurrency), "-data-dir", dir, "-stats-file", stats}, args...)
+	if pd := os.Getenv("AGENTFLOW_LOAD_PROFILE_DIR"); pd != "" {
+		// A CPU profile of the worker per phase (what dominates it).
+		wargs = append(wargs, "-cpuprofile", filepath.Join(pd, strings.ReplaceAll(name, " ", "_")+".cpu.pprof"))
+	}
+	cmd := exec.Command(bin, wargs...)
+	var wlog bytes.Buffer
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = &wlog
+	require.NoError(t, cmd.Start())
+	ready := make(chan struct{})
+	var metricsURL string
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "loadworker metrics "); ok {
+				metricsURL = u
+			}
+			if sc.Text() == "loadworker ready" {
+				close(ready)
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("%s: worker not ready: %s", name, wlog.String())
+	}
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}()
+	serverCPU0 := procCPU(t, srv.Pid())
+
+	res := loadResult{Name: name, Agents: cfg.Agents, Steps: cfg.Steps}
+	ids := make([]string, cfg.Agents)
+	runs := make([]tclient.WorkflowRun, cfg.Agents)
+	var retries atomic.Int64
+	sem := make(chan struct{}, cfg.InFlight)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	t0 := time.Now()
+	for i := range cfg.Agents {
+		ids[i] = fmt.Sprintf("%s-%d", queue, i)
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			run, err := startWithRetry(ctx, func(ctx context.Context) (tclient.WorkflowRun, error) { return start(ctx, ids[i], queue) }, &retries)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				res.ClientErrors++
+				t.Logf("%s: start %s: %v", name, ids[i], err)
+				return
+			}
+			runs[i] = run
+		})
+	}
+	wg.Wait()
+	res.StartRetries = retries.Load()
+
+	// Every run must close within a bound generous for the machine.
+	bound := time.Duration(cfg.Agents*cfg.Steps)*200*time.Millisecond + 5*time.Minute
+	wctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	var done atomic.Int64
+	for _, run := range runs {
+		if run == nil {
+			continue
+		}
+		wg.Go(func() {
+			err := run.Get(wctx, nil)
+			var canceled *temporal.CanceledError
+			switch {
+			case err == nil:
+				done.Add(1)
+			case wctx.Err() != nil && !errors.As(err, &canceled):
+				mu.Lock()
+				res.Lost++
+				mu.Unlock()
+			default:
+				mu.Lock()
+				res.Failed++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	res.Completed = int(done.Load())
+	res.WallSeconds = time.Since(t0).Seconds()
+
+	// Latency of each run, by the server's clock: started → closed.
+	var lat []float64
+	lsem := make(chan struct{}, 16)
+	for _, id := range ids {
+		lsem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-lsem }()
+			d, err := c.DescribeWorkflowExecution(ctx, id, "")
+			if err != nil || d.WorkflowExecutionInfo.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				return
+			}
+			info := d.WorkflowExecutionInfo
+			mu.Lock()
+			lat = append(lat, info.GetCloseTime().AsTime().Sub(info.GetStartTime().AsTime()).Seconds())
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	slices.Sort(lat)
+	res.P50, res.P95, res.P99 = quantile(lat, 0.5), quantile(lat, 0.95), quantile(lat, 0.99)
+
+	res.HistoryEvents = historyShape(ctx, c, ids[0])
+	if metricsURL != "" {
+		res.Requests = temporalRequests(metricsURL)
+	}
+
+	res.WorkerCPU = procCPU(t, cmd.Process.Pid)
+	res.WorkerRSSMiB = procPeakRSS(t, cmd.Process.Pid)
+	res.ServerCPU = procCPU(t, srv.Pid()) - serverCPU0
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait(), "%s worker: %s", name, wlog.String())
+	if b, err := os.ReadFile(stats); err == nil {
+		var st noophost.Stats
+		require.NoError(t, json.Unmarshal(b, &st))
+		res.Duplicated, res.ToolRuns = st.Duplicated, st.Execs
+	}
+	return res
+}
+
+// startWithRetry retries a start refused for load (ResourceExhausted,
+// Unavailable, a deadline) with jittered backoff; an already-started
+// workflow (a retried start that had in fact succeeded) counts as started.
+func startWithRetry(ctx context.Context, start func(context.Context) (tclient.WorkflowRun, error), retries *atomic.Int64) (tclient.WorkflowRun, error) {
+	backoff := 100 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		run, err := start(sctx)
+		cancel()
+		if err == nil {
+			return run, nil
+		}
+		var exists *serviceerror.WorkflowExecutionAlreadyStarted
+		var exhausted *serviceerror.ResourceExhausted
+		var unavailable *serviceerror.Unavailable
+		var deadline *serviceerror.DeadlineExceeded
+		switch {
+		case errors.As(err, &exists):
+			return nil, fmt.Errorf("started twice: %w", err)
+		case errors.As(err, &exhausted), errors.As(err, &unavailable), errors.As(err, &deadline), errors.Is(err, context.DeadlineExceeded):
+		default:
+			return nil, err
+		}
+		if attempt >= 30 || ctx.Err() != nil {
+			return nil, err
+		}
+		retries.Add(1)
+		time.Sleep(backoff/2 + time.Duration(rand.Int64N(int64(backoff))))
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+}
+
+// procCPU is a process's user+system CPU seconds (/proc/<pid>/stat).
+func procCPU(t *testing.T, pid int) float64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	require.NoError(t, err)
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	utime, _ := strconv.ParseFloat(f[11], 64) // field 14
+	stime, _ := strconv.ParseFloat(f[12], 64) // field 15
+	cutime, _ := strconv.ParseFloat(f[13], 64)
+	cstime, _ := strconv.ParseFloat(f[14], 64)
+	return (utime + stime + cutime + cstime) / 100 // USER_HZ
+}
+
+// procPeakRSS is a process's peak resident set (VmHWM), in MiB.
+func procPeakRSS(t *testing.T, pid int) float64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func report(t *testing.T, cfg loadConfig, rs []loadResult) {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\nload: %d agents × %d steps, %d starts in flight, %d activity slots per worker\n", cfg.Agents, cfg.Steps, cfg.InFlight, cfg.Concurrency)
+	fmt.Fprintf(&sb, "%-24s %6s %5s %5s %6s %8s %7s %7s %7s %8s %9s %8s %8s\n",
+		"phase", "done", "lost", "fail", "c.err", "wall", "p50", "p95", "p99", "wkr cpu", "wkr rss", "srv cpu", "vs bare")
+	base := rs[0].WallSeconds
+	for _, r := range rs {
+		fmt.Fprintf(&sb, "%-24s %6d %5d %5d %6d %7.1fs %6.1fs %6.1fs %6.1fs %7.1fs %7.0fMiB %7.1fs %8.2f\n",
+			r.Name, r.Completed, r.Lost, r.Failed, r.ClientErrors, r.WallSeconds, r.P50, r.P95, r.P99,
+			r.WorkerCPU, r.WorkerRSSMiB, r.ServerCPU, r.WallSeconds/base)
+	}
+	fmt.Print(sb.String())
+	t.Log(sb.String())
+	var lines []byte
+	for _, r := range rs {
+		b, _ := json.Marshal(map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "config": cfg, "result": r})
+		fmt.Println(string(b))
+		lines = append(append(lines, b...), '\n')
+	}
+	if out := os.Getenv("AGENTFLOW_LOAD_OUT"); out != "" {
+		f, err := os.OpenFile(out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		require.NoError(t, err)
+		_, _ = f.Write(lines)
+		f.Close()
+	}
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
