@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentflow/agentflow/exechost"
+	"github.com/agentflow/agentflow/exechost/hosttest"
 	"github.com/agentflow/agentflow/internal/secrets"
 	"github.com/agentflow/agentflow/internal/spec"
 )
@@ -152,4 +153,61 @@ func TestEgressLogBounded(t *testing.T) {
 	require.Equal(t, float64(maxEgressLogLines+5), testutil.ToFloat64(h.metrics.EgressConnections.WithLabelValues("t", "allowed")))
 	b, _ := json.Marshal(lines)
 	require.NotEmpty(t, b)
+}
+
+// TestRunStepEgressOnFake runs a step with egress on the contract-checking
+// Fake: the sandbox's policy carries the substituted header, the tool's
+// process view does not; the connections the boundary reports while the
+// tool runs are in the step's log and metrics; the Fake takes no event
+// once RunStep terminated the sandbox.
+func TestRunStepEgressOnFake(t *testing.T) {
+	var f *hosttest.Fake
+	var seen hosttest.ExecContext
+	tool := func(ctx context.Context, x hosttest.ExecContext) hosttest.Result {
+		if x.Argv[0] != ToolCommand[0] {
+			return hosttest.DefaultHandler(ctx, x)
+		}
+		seen = x
+		for _, ev := range []exechost.EgressEvent{
+			{Host: "api.example.com", Port: 443, Kind: "mitm", Allowed: true, Reason: "egress rule api.example.com:443",
+				Address: "10.1.2.3:443", BytesOut: 300, BytesIn: 4000, Duration: 15 * time.Millisecond},
+			{Host: "metadata.google.internal", Port: 80, Kind: "http", Reason: "not on the step's egress list"},
+		} {
+			if err := f.EmitEgress(x.ExecutionID, ev); err != nil {
+				return hosttest.Result{ExitCode: 1, Stderr: []byte(err.Error())}
+			}
+		}
+		return hosttest.Result{Stdout: []byte(`{"ok":true}`)}
+	}
+	var err error
+	f, err = hosttest.NewFake(hosttest.Options{Handler: tool})
+	require.NoError(t, err)
+	h := newHarness(t)
+	h.other = f
+	req := baseReq()
+	req.Checkpoints = nil
+	req.SecretSources = map[string]string{"api_token": "env://AF_TEST_TOKEN"}
+	req.Egress = []spec.EgressRule{{Host: "api.example.com", Port: 443, Headers: map[string]string{"Authorization": "Bearer {{ .secrets.api_token }}"}}}
+	_, err = h.run(t, req)
+	require.NoError(t, err)
+
+	id := ExecutionIDFor(req.AgentID, req.RunID, req.StepID, 1)
+	require.Equal(t, &exechost.EgressPolicy{
+		Rules:    []exechost.EgressRule{{Host: "api.example.com", Port: 443, Headers: map[string]string{"Authorization": "Bearer " + testSecret}}},
+		MaxBytes: exechost.DefaultEgressBytes,
+	}, f.Egress(id))
+	require.NotContains(t, string(seen.Stdin), testSecret)
+	for k, v := range seen.Env {
+		require.NotContains(t, v, testSecret, k)
+	}
+	require.Empty(t, seen.Secrets)
+
+	log := h.log(t, req)
+	require.NotContains(t, log, testSecret)
+	require.Contains(t, log, "--- agentflow: egress mitm api.example.com:443 allowed (egress rule api.example.com:443) → 10.1.2.3:443, 300 B out, 4000 B in, 15 ms\n")
+	require.Contains(t, log, "--- agentflow: egress http metadata.google.internal:80 refused: not on the step's egress list\n")
+	require.Equal(t, 1.0, testutil.ToFloat64(h.metrics.EgressConnections.WithLabelValues("echo:1.0", "refused")))
+
+	require.Zero(t, f.Stats().Live)
+	require.ErrorIs(t, f.EmitEgress(id, exechost.EgressEvent{Host: "api.example.com", Port: 443}), exechost.ErrTerminated)
 }

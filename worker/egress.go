@@ -97,6 +97,10 @@ func ParseEgressResolve(s string) (name, addr string, err error) {
 	return name, a.String(), nil
 }
 
+// egressDisabledReason is why a step with egress fails on a worker
+// started with --egress=false.
+const egressDisabledReason = "this worker serves no egress (started with --egress=false): run steps that declare egress on a worker with egress on"
+
 // egressDocker is what egressOptions asks the daemon.
 type egressDocker interface {
 	client.ImageAPIClient
@@ -106,11 +110,12 @@ type egressDocker interface {
 // egressOptions resolves the configuration into the Docker host's
 // options: the proxy image to its ID, the CA file to PEM. Without the
 // proxy image the worker serves no egress: steps with egress then fail
-// with a policy error saying so, every other step runs.
+// with a policy error whose reason (Unavailable) says why, every other
+// step runs.
 func egressOptions(ctx context.Context, dc egressDocker, cfg EgressConfig, runtime string, log *slog.Logger) (docker.EgressOptions, error) {
 	if cfg.Disabled {
 		log.Info("egress disabled (--egress=false): steps that declare egress fail")
-		return docker.EgressOptions{}, nil
+		return docker.EgressOptions{Unavailable: egressDisabledReason}, nil
 	}
 	opts := docker.EgressOptions{Network: cfg.Network, AllowCIDRs: cfg.AllowCIDRs, Resolve: cfg.Resolve, MaxConnections: cfg.MaxConnections}
 	if opts.Network == "" {
@@ -131,6 +136,7 @@ func egressOptions(ctx context.Context, dc egressDocker, cfg EgressConfig, runti
 	switch {
 	case errdefs.IsNotFound(err):
 		log.Warn("egress proxy image not found: steps that declare egress will fail (build it with make images)", "image", ref)
+		opts.Unavailable = fmt.Sprintf("this worker serves no egress: its egress proxy image %s is not on the worker's Docker daemon (build it with make images, or start the worker with --egress-proxy-image)", ref)
 		return opts, nil
 	case err != nil:
 		return docker.EgressOptions{}, fmt.Errorf("egress proxy image %s: %w", ref, err)

@@ -1,10 +1,21 @@
 package worker
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/system"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/errdefs"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentflow/agentflow/exechost/docker"
 )
 
 func TestParseEgressAllowCIDR(t *testing.T) {
@@ -48,4 +59,87 @@ func TestParseEgressResolve(t *testing.T) {
 		_, _, err := ParseEgressResolve(bad)
 		require.Error(t, err, bad)
 	}
+}
+
+// egressDaemon is the part of a daemon egressOptions asks: an image
+// table and a runtime table.
+type egressDaemon struct {
+	client.ImageAPIClient                   // nil: only ImageInspect is called
+	images                map[string]string // reference → ID
+	info                  system.Info
+	infoCalls             int
+}
+
+func (d *egressDaemon) ImageInspect(_ context.Context, ref string, _ ...client.ImageInspectOption) (image.InspectResponse, error) {
+	id, ok := d.images[ref]
+	if !ok {
+		return image.InspectResponse{}, errdefs.NotFound(errors.New("No such image: " + ref))
+	}
+	return image.InspectResponse{ID: id}, nil
+}
+
+func (d *egressDaemon) Info(context.Context) (system.Info, error) {
+	d.infoCalls++
+	return d.info, nil
+}
+
+// TestEgressOptions: the flags become the Docker host's options; a worker
+// that serves no egress says why in Unavailable, which is the reason a
+// step with egress fails with (a policy error naming the image or the
+// flag), and never resolves a proxy image.
+func TestEgressOptions(t *testing.T) {
+	const proxyID = "sha256:ab0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab"
+	log := slog.New(slog.DiscardHandler)
+	daemon := func() *egressDaemon {
+		return &egressDaemon{images: map[string]string{DefaultEgressProxyImage: proxyID},
+			info: system.Info{DefaultRuntime: "runc", Runtimes: map[string]system.RuntimeWithStatus{"runc": {}}}}
+	}
+
+	t.Run("defaults", func(t *testing.T) {
+		d := daemon()
+		cidr := netip.MustParsePrefix("10.0.0.0/8")
+		opts, err := egressOptions(t.Context(), d, EgressConfig{AllowCIDRs: []netip.Prefix{cidr}, Resolve: map[string]string{"a.example.com": "10.0.0.2"}, MaxConnections: 7}, "", log)
+		require.NoError(t, err)
+		require.Equal(t, proxyID, opts.ProxyImage, "resolved to its ID")
+		require.Equal(t, docker.DefaultEgressNetwork, opts.Network)
+		require.Equal(t, []netip.Prefix{cidr}, opts.AllowCIDRs)
+		require.Equal(t, map[string]string{"a.example.com": "10.0.0.2"}, opts.Resolve)
+		require.Equal(t, 7, opts.MaxConnections)
+		require.Empty(t, opts.Unavailable)
+		require.Equal(t, 1, d.infoCalls)
+	})
+
+	t.Run("disabled", func(t *testing.T) {
+		d := daemon()
+		opts, err := egressOptions(t.Context(), d, EgressConfig{Disabled: true}, "", log)
+		require.NoError(t, err)
+		require.Empty(t, opts.ProxyImage)
+		require.Contains(t, opts.Unavailable, "--egress=false")
+		require.Zero(t, d.infoCalls)
+	})
+
+	t.Run("proxy image missing", func(t *testing.T) {
+		d := daemon()
+		opts, err := egressOptions(t.Context(), d, EgressConfig{ProxyImage: "example/proxy:dev"}, "", log)
+		require.NoError(t, err, "the worker starts and serves every other step")
+		require.Empty(t, opts.ProxyImage)
+		require.Contains(t, opts.Unavailable, "example/proxy:dev")
+		require.Contains(t, opts.Unavailable, "make images")
+	})
+
+	t.Run("CA file", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "ca.pem")
+		require.NoError(t, os.WriteFile(path, []byte("-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n"), 0o600))
+		opts, err := egressOptions(t.Context(), daemon(), EgressConfig{CAFile: path}, "", log)
+		require.NoError(t, err)
+		require.Contains(t, string(opts.ExtraRootsPEM), "BEGIN CERTIFICATE")
+	})
+
+	t.Run("runtime without networking", func(t *testing.T) {
+		d := daemon()
+		d.info.Runtimes["runsc"] = system.RuntimeWithStatus{Runtime: system.Runtime{Path: "runsc", Args: []string{"--network=none"}}}
+		opts, err := egressOptions(t.Context(), d, EgressConfig{}, "runsc", log)
+		require.NoError(t, err)
+		require.Contains(t, opts.Unavailable, "runsc")
+	})
 }

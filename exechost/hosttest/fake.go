@@ -63,8 +63,12 @@ type Fake struct {
 	execs       map[exechost.ExecutionID]*execution
 	gone        map[exechost.ExecutionID]bool
 	checkpoints map[exechost.CheckpointID]*stored
-	stats       Stats
-	overlaps    atomic.Int64
+	// egress is the policy each ID's latest sandbox was provisioned with
+	// (NetworkEgress only), kept after it ended so a test can read what
+	// the sandbox was given once the code under test terminated it.
+	egress   map[exechost.ExecutionID]*exechost.EgressPolicy
+	stats    Stats
+	overlaps atomic.Int64
 }
 
 var _ exechost.ExecutionHost = (*Fake)(nil)
@@ -89,6 +93,13 @@ type execution struct {
 	// inherited are the paths the workspace was provisioned with: exempt
 	// from a checkpoint's name refusal, as on the Docker host.
 	inherited map[string]bool
+	// events is the egress policy's Events (nil: network none, or no
+	// receiver). evMu serialises deliveries (EmitEgress) with the end of
+	// the sandbox; evDone, set under it when the sandbox ends, stops them,
+	// so none is delivered after Terminate (or a kill) returned.
+	events func(exechost.EgressEvent)
+	evMu   sync.Mutex
+	evDone bool
 }
 
 // stored is one checkpoint.
@@ -106,6 +117,7 @@ func NewFake(opts Options) (*Fake, error) {
 		execs:       map[exechost.ExecutionID]*execution{},
 		gone:        map[exechost.ExecutionID]bool{},
 		checkpoints: map[exechost.CheckpointID]*stored{},
+		egress:      map[exechost.ExecutionID]*exechost.EgressPolicy{},
 	}
 	if f.handler == nil {
 		f.handler = DefaultHandler
@@ -209,6 +221,11 @@ func (f *Fake) Provision(ctx context.Context, req exechost.ProvisionRequest) (*e
 	for p := range files {
 		e.inherited[p] = true
 	}
+	delete(f.egress, req.ExecutionID)
+	if req.Network == exechost.NetworkEgress {
+		f.egress[req.ExecutionID] = copyEgressPolicy(req.Egress)
+		e.events = req.Egress.Events
+	}
 	e.timer = time.AfterFunc(req.Resources.Runtime, func() {
 		e.expired.Store(true)
 		f.end(e, false)
@@ -269,6 +286,10 @@ func (f *Fake) end(e *execution, byTerminate bool) bool {
 	f.mu.Unlock()
 	e.timer.Stop()
 	e.ws.destroy()
+	// Waits for a delivery in progress; none starts after this.
+	e.evMu.Lock()
+	e.evDone = true
+	e.evMu.Unlock()
 	close(e.killed)
 	return true
 }
