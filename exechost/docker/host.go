@@ -111,9 +111,10 @@ type EgressOptions struct {
 	Resolve map[string]string
 	// MaxConnections per sandbox (0: exechost.DefaultEgressConns).
 	MaxConnections int
-	// Unavailable, when set, says why this host serves no egress although
-	// it has a proxy image (EgressUnavailable: a runtime without
-	// networking); NetworkEgress provisions are refused with it.
+	// Unavailable, when set, says why this host serves no egress (the
+	// worker: --egress=false, a missing proxy image, or a runtime without
+	// networking, EgressUnavailable); NetworkEgress provisions are refused
+	// with it.
 	Unavailable string
 }
 
