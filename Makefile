@@ -52,8 +52,8 @@ bench: images ## benchmarks with in-run baselines (see docs/BENCHMARKS.md; build
 	minio=$$(scripts/test-servers.sh minio) && AGENTFLOW_MINIO=$$minio AGENTFLOW_BENCH=1 $(GO) test -count=1 -tags integration -run 'Bench' -v ./bench/...
 
 .PHONY: load
-load: temporal ## load harness: 1200 agents × 5 steps on a no-op host vs bare Temporal (AGENTFLOW_LOAD_AGENTS, _STEPS; docs/BENCHMARKS.md)
-	AGENTFLOW_LOAD=1 $(GO) test -count=1 -tags load -timeout 60m -run TestLoad -v ./bench/
+load: temporal ## load harness: 1200 agents × 5 steps on a no-op host vs bare Temporal, recovery under 5% tool failure, 127-step replay (docs/BENCHMARKS.md)
+	AGENTFLOW_LOAD=1 $(GO) test -count=1 -tags load -timeout 60m -run 'TestLoad|TestReplayLongHistory' -v ./bench/
 
 .PHONY: fuzz
 fuzz: ## run the fuzz targets for FUZZTIME each (default 2m)

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -25,9 +27,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
 	tclient "go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/agentflow/agentflow/bench/loadbase"
 	"github.com/agentflow/agentflow/bench/noophost"
@@ -62,24 +68,10 @@ func TestLoad(t *testing.T) {
 		Agents: envInt("AGENTFLOW_LOAD_AGENTS", 1200), Steps: envInt("AGENTFLOW_LOAD_STEPS", 5),
 		InFlight: envInt("AGENTFLOW_LOAD_INFLIGHT", 64), Concurrency: envInt("AGENTFLOW_LOAD_CONCURRENCY", 16),
 	}
-	ctx := t.Context()
-	bin := testenv.TemporalBinary(t)
-	tmp := t.TempDir()
-	worker := filepath.Join(tmp, "loadworker")
-	build := exec.Command("go", "build", "-o", worker, "./bench/cmd/loadworker")
-	build.Dir = testenv.RepoRoot(t)
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "build loadworker: %s", out)
+	env := startLoadEnv(t)
+	c := env.c
 
-	var srvLog bytes.Buffer
-	srv, err := devserver.Start(ctx, devserver.Options{Bin: bin, Port: testenv.FreePort(t), Headless: true, Stderr: &srvLog})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Stop(30 * time.Second) })
-	c, err := tclient.Dial(tclient.Options{HostPort: srv.Address})
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-
-	plan := loadPlan(t, cfg.Steps)
+	plan := loadPlan(t, cfg.Steps, 0)
 	var results []loadResult
 	for _, ph := range []struct {
 		name string
@@ -90,18 +82,10 @@ func TestLoad(t *testing.T) {
 			return c.ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{ID: id, TaskQueue: queue}, loadbase.WorkflowName, cfg.Steps)
 		}},
 		{"agentflow, no-op host", []string{"-mode", "engine"}, func(ctx context.Context, id, queue string) (tclient.WorkflowRun, error) {
-			return c.ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{
-				ID: id, TaskQueue: queue,
-				Memo: map[string]any{workflows.MemoSpecName: plan.Name, workflows.MemoSpecVersion: plan.Version},
-				TypedSearchAttributes: temporal.NewSearchAttributes(
-					temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrAgentName).ValueSet(id),
-					temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrSpec).ValueSet(plan.Name),
-					temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrStatus).ValueSet(workflows.RunPending),
-				),
-			}, workflows.WorkflowName, workflows.Input{Plan: plan})
+			return env.startAgent(ctx, id, queue, plan)
 		}},
 	} {
-		r := runLoadPhase(t, c, srv, worker, tmp, ph.name, ph.args, cfg, ph.run)
+		r := runLoadPhase(t, env, ph.name, ph.args, cfg, ph.run, nil)
 		results = append(results, r)
 	}
 	report(t, cfg, results)
@@ -110,6 +94,47 @@ func TestLoad(t *testing.T) {
 		require.Zero(t, r.ClientErrors, "%s: client errors", r.Name)
 		require.Zero(t, r.Duplicated, "%s: tools ran twice", r.Name)
 	}
+}
+
+// loadEnv is a dev server, a client of it and the loadworker binary.
+type loadEnv struct {
+	srv    *devserver.Server
+	c      tclient.Client
+	worker string
+	tmp    string
+}
+
+func startLoadEnv(t *testing.T) *loadEnv {
+	t.Helper()
+	ctx := t.Context()
+	bin := testenv.TemporalBinary(t)
+	e := &loadEnv{tmp: t.TempDir()}
+	e.worker = filepath.Join(e.tmp, "loadworker")
+	build := exec.Command("go", "build", "-o", e.worker, "./bench/cmd/loadworker")
+	build.Dir = testenv.RepoRoot(t)
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "build loadworker: %s", out)
+	srv, err := devserver.Start(ctx, devserver.Options{Bin: bin, Port: testenv.FreePort(t), Headless: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Stop(30 * time.Second) })
+	c, err := tclient.Dial(tclient.Options{HostPort: srv.Address})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	e.srv, e.c = srv, c
+	return e
+}
+
+// startAgent starts an AgentWorkflow run of plan as the CLI does.
+func (e *loadEnv) startAgent(ctx context.Context, id, queue string, plan spec.Plan) (tclient.WorkflowRun, error) {
+	return e.c.ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{
+		ID: id, TaskQueue: queue,
+		Memo: map[string]any{workflows.MemoSpecName: plan.Name, workflows.MemoSpecVersion: plan.Version},
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrAgentName).ValueSet(id),
+			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrSpec).ValueSet(plan.Name),
+			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrStatus).ValueSet(workflows.RunPending),
+		),
+	}, workflows.WorkflowName, workflows.Input{Plan: plan})
 }
 
 type loadConfig struct {
@@ -137,6 +162,8 @@ type loadResult struct {
 	// HistoryEvents counts the event types of one run's history: what
 	// the server writes per run.
 	HistoryEvents map[string]int `json:"history_events"`
+
+	ids []string // the runs' workflow IDs
 	// Requests counts the worker's calls to the server by operation
 	// (engine only: the worker's own metrics).
 	Requests map[string]float64 `json:"requests,omitempty"`
@@ -200,15 +227,15 @@ func historyShape(ctx context.Context, c tclient.Client, id string) map[string]i
 	return out
 }
 
-// loadPlan is a linear plan of k steps on a pinned image the no-op host
-// never runs.
-func loadPlan(t *testing.T, k int) spec.Plan {
+// loadPlan is a linear plan of k steps (each with retries) on a pinned
+// image the no-op host never runs.
+func loadPlan(t *testing.T, k, retries int) spec.Plan {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("name: load\nversion: \"1.0.0\"\nsteps:\n")
 	img := "sha256:" + strings.Repeat("0", 64)
 	for i := range k {
-		fmt.Fprintf(&b, "  - id: s%d\n    image: %q\n    inputs: {n: %d}\n    timeout: 60s\n", i, img, i)
+		fmt.Fprintf(&b, "  - id: s%d\n    image: %q\n    inputs: {n: %d}\n    timeout: 60s\n    retries: %d\n", i, img, i, retries)
 		if i > 0 {
 			fmt.Fprintf(&b, "    depends_on: [s%d]\n", i-1)
 		}
@@ -218,10 +245,13 @@ func loadPlan(t *testing.T, k int) spec.Plan {
 	return *p
 }
 
-func runLoadPhase(t *testing.T, c tclient.Client, srv *devserver.Server, bin, tmp, name string, args []string, cfg loadConfig,
-	start func(ctx context.Context, id, queue string) (tclient.WorkflowRun, error)) loadResult {
+// runLoadPhase runs one phase; inspect, when set, reads the closed runs
+// while their worker still answers queries.
+func runLoadPhase(t *testing.T, e *loadEnv, name string, args []string, cfg loadConfig,
+	start func(ctx context.Context, id, queue string) (tclient.WorkflowRun, error), inspect func(ids []string)) loadResult {
 	t.Helper()
 	ctx := t.Context()
+	c, srv, bin, tmp := e.c, e.srv, e.worker, e.tmp
 	queue := fmt.Sprintf("load-%d", time.Now().UnixNano())
 	dir := filepath.Join(tmp, queue)
 	stats := filepath.Join(dir, "stats.json")
@@ -343,6 +373,10 @@ func runLoadPhase(t *testing.T, c tclient.Client, srv *devserver.Server, bin, tm
 	res.P50, res.P95, res.P99 = quantile(lat, 0.5), quantile(lat, 0.95), quantile(lat, 0.99)
 
 	res.HistoryEvents = historyShape(ctx, c, ids[0])
+	res.ids = ids
+	if inspect != nil {
+		inspect(ids)
+	}
 	if metricsURL != "" {
 		res.Requests = temporalRequests(metricsURL)
 	}
@@ -458,4 +492,118 @@ func envInt(name string, def int) int {
 		return v
 	}
 	return def
+}
+
+// TestLoadRecovery: ≥ 1,000 steps (200 agents × 5) with 5% of tool
+// attempts failing at random (the no-op host's fail rate), once with
+// `retries: 2` and once with `retries: 3`: the fraction of steps that
+// recovered against the binomial expectation 1 − p^(retries+1), the failed
+// attempts against their expectation Σ p^i, and whole runs against
+// (1 − p^(retries+1))^K. The seed reports 99.2% of agents recovered within
+// 3 retries under 5% random tool failure.
+func TestLoadRecovery(t *testing.T) {
+	if os.Getenv("AGENTFLOW_LOAD") != "1" {
+		t.Skip("set AGENTFLOW_LOAD=1 to run the load harness")
+	}
+	const p = 0.05
+	cfg := loadConfig{Agents: envInt("AGENTFLOW_RECOVERY_AGENTS", 200), Steps: 5, InFlight: 64, Concurrency: 16}
+	env := startLoadEnv(t)
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\nrecovery: %d agents × %d steps, %.0f%% of tool attempts fail at random\n", cfg.Agents, cfg.Steps, p*100)
+	fmt.Fprintf(&sb, "%-10s %6s %9s %9s %12s %12s %9s %9s\n", "retries", "steps", "recovered", "expected", "failed att.", "expected", "runs ok", "expected")
+	for _, retries := range []int{2, 3} {
+		plan := loadPlan(t, cfg.Steps, retries)
+		var steps, ok, failedAttempts, runsOK int
+		r := runLoadPhase(t, env, fmt.Sprintf("5%% failures, retries %d", retries), []string{"-mode", "engine", "-fail-rate", fmt.Sprint(p)}, cfg,
+			func(ctx context.Context, id, queue string) (tclient.WorkflowRun, error) { return env.startAgent(ctx, id, queue, plan) },
+			func(ids []string) {
+				for _, id := range ids {
+					v, err := env.c.QueryWorkflow(t.Context(), id, "", workflows.StatusQuery)
+					require.NoError(t, err)
+					var st workflows.Status
+					require.NoError(t, v.Get(&st))
+					if st.Status == workflows.RunSucceeded {
+						runsOK++
+					}
+					for _, rec := range st.StepHistory {
+						switch rec.Status {
+						case workflows.StepSuccess:
+							steps++
+							ok++
+							failedAttempts += int(rec.Attempts) - 1
+						case workflows.StepFailed:
+							steps++
+							failedAttempts += int(rec.Attempts)
+						}
+					}
+				}
+			})
+		require.Zero(t, r.Lost)
+		require.Zero(t, r.ClientErrors)
+		require.Zero(t, r.Duplicated)
+		q := math.Pow(p, float64(retries+1)) // a step fails every attempt
+		var expFailed float64
+		for i := 1; i <= retries+1; i++ {
+			expFailed += math.Pow(p, float64(i))
+		}
+		fmt.Fprintf(&sb, "%-10d %6d %8.4f%% %8.4f%% %12d %12.1f %8.2f%% %8.2f%%\n", retries, steps,
+			100*float64(ok)/float64(steps), 100*(1-q), failedAttempts, expFailed*float64(steps),
+			100*float64(runsOK)/float64(len(r.ids)), 100*math.Pow(1-q, float64(cfg.Steps)))
+		line, _ := json.Marshal(map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "recovery": map[string]any{
+			"retries": retries, "fail_rate": p, "steps": steps, "recovered": ok, "expected_recovered_fraction": 1 - q,
+			"failed_attempts": failedAttempts, "expected_failed_attempts": expFailed * float64(steps),
+			"runs": len(r.ids), "runs_succeeded": runsOK, "wall_s": r.WallSeconds}})
+		fmt.Println(string(line))
+		// Binomially, failed attempts ~ steps·Σp^i with sd ≈ sqrt(that):
+		// a count far off means injection or retries are broken.
+		require.InDelta(t, expFailed*float64(steps), float64(failedAttempts), 6*math.Sqrt(expFailed*float64(steps))+3)
+	}
+	fmt.Print(sb.String())
+	t.Log(sb.String())
+}
+
+// TestReplayLongHistory: the state rebuild of a 127-step agent (the
+// seed's 0.8 s): fetch its whole history from the server and replay it
+// through AgentWorkflow, median of 5.
+func TestReplayLongHistory(t *testing.T) {
+	if os.Getenv("AGENTFLOW_LOAD") != "1" {
+		t.Skip("set AGENTFLOW_LOAD=1 to run the load harness")
+	}
+	const k = 127
+	env := startLoadEnv(t)
+	plan := loadPlan(t, k, 0)
+	r := runLoadPhase(t, env, "127 steps", []string{"-mode", "engine"}, loadConfig{Agents: 1, Steps: k, InFlight: 1, Concurrency: 4},
+		func(ctx context.Context, id, queue string) (tclient.WorkflowRun, error) { return env.startAgent(ctx, id, queue, plan) }, nil)
+	require.Equal(t, 1, r.Completed)
+	id := r.ids[0]
+	var fetches, replays []time.Duration
+	var events int
+	for range 5 {
+		t0 := time.Now()
+		h := &historypb.History{}
+		it := env.c.GetWorkflowHistory(t.Context(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			require.NoError(t, err)
+			h.Events = append(h.Events, ev)
+		}
+		fetches = append(fetches, time.Since(t0))
+		events = len(h.Events)
+		rp := sdkworker.NewWorkflowReplayer()
+		rp.RegisterWorkflowWithOptions(workflows.AgentWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowName})
+		t1 := time.Now()
+		require.NoError(t, rp.ReplayWorkflowHistory(tlog.NewStructuredLogger(slog.New(slog.DiscardHandler)), h))
+		replays = append(replays, time.Since(t1))
+	}
+	f, rp := loadMedian(fetches), loadMedian(replays)
+	line, _ := json.Marshal(map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "replay": map[string]any{
+		"steps": k, "events": events, "fetch_ms": f.Milliseconds(), "replay_ms": rp.Milliseconds(), "total_ms": (f + rp).Milliseconds()}})
+	fmt.Println(string(line))
+	t.Logf("127-step history: %d events; fetch %s + replay %s = %s (the seed: 0.8 s)", events, f.Round(time.Millisecond), rp.Round(time.Millisecond), (f + rp).Round(time.Millisecond))
+}
+
+func loadMedian(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
