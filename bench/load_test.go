@@ -515,7 +515,9 @@ func TestLoadRecovery(t *testing.T) {
 		plan := loadPlan(t, cfg.Steps, retries)
 		var steps, ok, failedAttempts, runsOK int
 		r := runLoadPhase(t, env, fmt.Sprintf("5%% failures, retries %d", retries), []string{"-mode", "engine", "-fail-rate", fmt.Sprint(p)}, cfg,
-			func(ctx context.Context, id, queue string) (tclient.WorkflowRun, error) { return env.startAgent(ctx, id, queue, plan) },
+			func(ctx context.Context, id, queue string) (tclient.WorkflowRun, error) {
+				return env.startAgent(ctx, id, queue, plan)
+			},
 			func(ids []string) {
 				for _, id := range ids {
 					v, err := env.c.QueryWorkflow(t.Context(), id, "", workflows.StatusQuery)
@@ -573,7 +575,9 @@ func TestReplayLongHistory(t *testing.T) {
 	env := startLoadEnv(t)
 	plan := loadPlan(t, k, 0)
 	r := runLoadPhase(t, env, "127 steps", []string{"-mode", "engine"}, loadConfig{Agents: 1, Steps: k, InFlight: 1, Concurrency: 4},
-		func(ctx context.Context, id, queue string) (tclient.WorkflowRun, error) { return env.startAgent(ctx, id, queue, plan) }, nil)
+		func(ctx context.Context, id, queue string) (tclient.WorkflowRun, error) {
+			return env.startAgent(ctx, id, queue, plan)
+		}, nil)
 	require.Equal(t, 1, r.Completed)
 	id := r.ids[0]
 	var fetches, replays []time.Duration
