@@ -611,3 +611,28 @@ func loadMedian(d []time.Duration) time.Duration {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// TestLoadBurst: 300 three-step agents submitted at once (every start in
+// flight together) on the no-op host: how long a run takes from its start
+// to its end when every other run of the burst competes with it. With a
+// FIFO queue every run's second step waits behind every run's first step,
+// so the median run finishes near the end of the burst.
+func TestLoadBurst(t *testing.T) {
+	if os.Getenv("AGENTFLOW_LOAD") != "1" {
+		t.Skip("set AGENTFLOW_LOAD=1 to run the load harness")
+	}
+	n := envInt("AGENTFLOW_BURST_AGENTS", 300)
+	cfg := loadConfig{Agents: n, Steps: 3, InFlight: n, Concurrency: 16}
+	env := startLoadEnv(t)
+	plan := loadPlan(t, cfg.Steps, 0)
+	r := runLoadPhase(t, env, "burst", []string{"-mode", "engine"}, cfg,
+		func(ctx context.Context, id, queue string) (tclient.WorkflowRun, error) {
+			return env.startAgent(ctx, id, queue, plan)
+		}, nil)
+	require.Zero(t, r.Lost)
+	require.Zero(t, r.ClientErrors)
+	line, _ := json.Marshal(map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "burst": map[string]any{
+		"agents": n, "steps": cfg.Steps, "wall_s": r.WallSeconds, "p50_s": r.P50, "p95_s": r.P95, "p99_s": r.P99}})
+	fmt.Println(string(line))
+	t.Logf("burst of %d × %d: wall %.1fs, run latency p50 %.1fs p95 %.1fs p99 %.1fs", n, cfg.Steps, r.WallSeconds, r.P50, r.P95, r.P99)
+}

@@ -135,6 +135,7 @@ up() {
       --search-attribute AgentSpec=Keyword \
       --search-attribute AgentStatus=Keyword \
       --dynamic-config-value system.enableActivityEagerExecution=true \
+      --dynamic-config-value matching.useNewMatcher=true \
       --log-level warn >"$DATA/temporal.log" 2>&1 </dev/null &
     echo $! >"$DATA/temporal.pid"
   fi

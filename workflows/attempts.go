@@ -66,6 +66,7 @@ var (
 func attemptActivityOptions(ps *spec.PlanStep, n int32) workflow.ActivityOptions {
 	opts := stepActivityOptions(ps)
 	opts.RetryPolicy = &temporal.RetryPolicy{MaximumAttempts: 1}
+	opts.Priority = stepPriority(ps, n)
 	if n > 1 {
 		opts.Summary = fmt.Sprintf("%s · attempt %d", opts.Summary, n)
 	}

@@ -160,3 +160,18 @@ func TestStatusShowsEgress(t *testing.T) {
 	require.Equal(t, []string{"api.openai.com:443 +Authorization"}, s.byID["summarize_news"].rec.Egress)
 	require.Empty(t, s.byID["render_md"].rec.Egress)
 }
+
+// TestStepPriorities: a run that has started goes first — its later steps
+// and retries before any first step, RunFinished before both.
+func TestStepPriorities(t *testing.T) {
+	root := &spec.PlanStep{ID: "a"}
+	dep := &spec.PlanStep{ID: "b", DependsOn: []string{"a"}}
+	require.Equal(t, priorityRoot, stepPriority(root, 1).PriorityKey)
+	require.Equal(t, priorityStarted, stepPriority(root, 2).PriorityKey, "a retry of a first step")
+	require.Equal(t, priorityStarted, stepPriority(dep, 1).PriorityKey)
+	require.Less(t, priorityFinish, priorityStarted)
+	require.Less(t, priorityStarted, priorityRoot)
+	require.Equal(t, priorityFinish, runFinishedOptions.Priority.PriorityKey)
+	require.Equal(t, priorityStarted, attemptActivityOptions(dep, 1).Priority.PriorityKey)
+	require.Equal(t, priorityRoot, attemptActivityOptions(root, 1).Priority.PriorityKey)
+}

@@ -32,6 +32,7 @@ func stepActivityOptions(ps *spec.PlanStep) workflow.ActivityOptions {
 		HeartbeatTimeout:    b.Heartbeat,
 		WaitForCancellation: true,
 		Summary:             stepSummary(ps),
+		Priority:            stepPriority(ps, 1),
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
@@ -40,6 +41,27 @@ func stepActivityOptions(ps *spec.PlanStep) workflow.ActivityOptions {
 			NonRetryableErrorTypes: failure.NonRetryableTypes(),
 		},
 	}
+}
+
+// Priorities of agentflow's activity tasks (Temporal task queue priority:
+// a lower key is dispatched first when tasks back up). A run that has
+// started finishes before new runs start: its later steps and its retries
+// go before any run's first step, and its RunFinished before both. Under
+// a burst of runs, a FIFO queue would make every run's second step wait
+// behind every run's first (docs/BENCHMARKS.md). Replay does not compare
+// priorities, so no version gate is needed.
+const (
+	priorityFinish  = 1
+	priorityStarted = 2
+	priorityRoot    = 3 // the server's default
+)
+
+// stepPriority is the priority of attempt n of step ps.
+func stepPriority(ps *spec.PlanStep, n int32) temporal.Priority {
+	if len(ps.DependsOn) == 0 && n <= 1 {
+		return temporal.Priority{PriorityKey: priorityRoot}
+	}
+	return temporal.Priority{PriorityKey: priorityStarted}
 }
 
 // stepSummary is what the Web UI shows for the activity: step and tool.
@@ -56,6 +78,7 @@ func stepSummary(ps *spec.PlanStep) string {
 var runFinishedOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: time.Minute,
 	Summary:             "run finished",
+	Priority:            temporal.Priority{PriorityKey: priorityFinish},
 	RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval:    time.Second,
 		BackoffCoefficient: 2,

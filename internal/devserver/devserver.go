@@ -26,8 +26,10 @@ import (
 // SearchAttributes are registered on every dev server (all Keyword).
 var SearchAttributes = []string{workflows.SearchAttrAgentName, workflows.SearchAttrSpec, workflows.SearchAttrStatus}
 
-// DynamicConfig is passed to every dev server.
-var DynamicConfig = []string{"system.enableActivityEagerExecution=true"}
+// DynamicConfig is passed to every dev server (scripts/dev.sh and
+// docker-compose.yml pass the same): eager activity execution, and the
+// matcher that honours task queue priorities (DECISIONS 147).
+var DynamicConfig = []string{"system.enableActivityEagerExecution=true", "matching.useNewMatcher=true"}
 
 // Options configure Start.
 type Options struct {

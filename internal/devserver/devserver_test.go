@@ -15,7 +15,7 @@ func TestArgs(t *testing.T) {
 	got := strings.Join(Args(o), " ")
 	require.Equal(t, "server start-dev --ip 127.0.0.1 --port 7233 --log-level warn --ui-port 8233 --db-filename .data/temporal.db"+
 		" --search-attribute AgentName=Keyword --search-attribute AgentSpec=Keyword --search-attribute AgentStatus=Keyword"+
-		" --dynamic-config-value system.enableActivityEagerExecution=true", got)
+		" --dynamic-config-value system.enableActivityEagerExecution=true --dynamic-config-value matching.useNewMatcher=true", got)
 
 	o = Options{Port: 7533, Headless: true}
 	o.setDefaults()
