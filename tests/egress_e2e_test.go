@@ -386,8 +386,10 @@ func (ee *egressE2E) waitRunningSandbox(t *testing.T, agentID string) string {
 	require.Eventually(t, func() bool {
 		for _, c := range ee.containers(t, agentID) {
 			if c.Labels["agentflow.role"] == "" && c.State == container.StateRunning {
-				out := ee.execIn(t, c.ID, "ps 2>/dev/null || ls /proc")
-				if strings.Contains(out, "tool") {
+				// The tool's own process, not the user "tool" that ps
+				// prints for every process of the sandbox's uid.
+				out := ee.execIn(t, c.ID, "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '")
+				if strings.Contains(out, "/bin/tool") {
 					id = c.ID
 					return true
 				}
