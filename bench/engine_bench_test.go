@@ -17,6 +17,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	dockerclient "github.com/docker/docker/client"
 	"github.com/stretchr/testify/require"
 	tclient "go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
@@ -70,7 +71,7 @@ func TestEngineStepBench(t *testing.T) {
 	tmp := t.TempDir()
 	srvLog, err := os.Create(filepath.Join(tmp, "temporal.log"))
 	require.NoError(t, err)
-	defer srvLog.Close()
+	t.Cleanup(func() { srvLog.Close() })
 	// devserver registers the search attributes and passes
 	// system.enableActivityEagerExecution=true (devserver.DynamicConfig).
 	// A SQLite file, as `agentctl dev` uses, rather than memory: the
@@ -80,50 +81,11 @@ func TestEngineStepBench(t *testing.T) {
 		DBFile: filepath.Join(tmp, "temporal.db"), Stdout: srvLog, Stderr: srvLog,
 	})
 	require.NoError(t, err, "start dev server")
-	defer func() { _ = srv.Stop(15 * time.Second) }()
+	// A cleanup, not a defer: the worker's cleanup (startBenchWorker)
+	// must run first.
+	t.Cleanup(func() { _ = srv.Stop(15 * time.Second) })
 
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	wctx, stopWorker := context.WithCancel(context.Background())
-	ready := make(chan worker.Ready, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- worker.Run(wctx, worker.Config{
-			Address:            srv.Address,
-			HealthAddr:         "-",
-			MetricsAddr:        "-",
-			MaxConcurrentSteps: 4,
-			CheckpointDir:      filepath.Join(tmp, "worker-checkpoints"),
-			LogDir:             filepath.Join(tmp, "logs"),
-			StopTimeout:        10 * time.Second,
-			Logger:             logger,
-			SandboxLabels:      labels,
-			OnReady:            func(r worker.Ready) { ready <- r },
-		})
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		stopWorker()
-		t.Fatalf("worker exited during start: %v", err)
-	case <-time.After(2 * time.Minute):
-		stopWorker()
-		t.Fatal("worker did not become ready")
-	}
-	// Deferred (LIFO) before the server stops: stop the worker, then make
-	// sure no sandbox of this run is left.
-	defer func() {
-		stopWorker()
-		require.NoError(t, <-done)
-		require.Eventually(t, func() bool {
-			l, err := dc.ContainerList(context.Background(), container.ListOptions{All: true,
-				Filters: filters.NewArgs(filters.Arg("label", "agentflow.bench="+benchLabel))})
-			return err == nil && len(l) == 0
-		}, 20*time.Second, 200*time.Millisecond, "sandboxes left behind")
-	}()
-
-	c, err := tclient.Dial(tclient.Options{HostPort: srv.Address, Logger: tlog.NewStructuredLogger(logger)})
-	require.NoError(t, err)
-	defer c.Close()
+	c := startBenchWorker(t, dc, srv.Address, tmp, 4, benchLabel, labels)
 
 	// Baseline: a host of our own, the same cycle as TestSandboxCycleBench.
 	store, err := sealedStore(filepath.Join(tmp, "bench-checkpoints"))
@@ -347,4 +309,54 @@ func mean(d []time.Duration) time.Duration {
 		s += x
 	}
 	return s / time.Duration(len(d))
+}
+
+// startBenchWorker runs an in-process worker (real Docker host, conc steps
+// at once, sandboxes labelled) on the default task queue of the server at
+// address until the test ends, then checks that no sandbox carrying
+// agentflow.bench=label is left; it returns a client of the server.
+func startBenchWorker(t *testing.T, dc *dockerclient.Client, address, tmp string, conc int, label string, labels map[string]string) tclient.Client {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	wctx, stopWorker := context.WithCancel(context.Background())
+	ready := make(chan worker.Ready, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- worker.Run(wctx, worker.Config{
+			Address:            address,
+			HealthAddr:         "-",
+			MetricsAddr:        "-",
+			MaxConcurrentSteps: conc,
+			CheckpointDir:      filepath.Join(tmp, "worker-checkpoints"),
+			LogDir:             filepath.Join(tmp, "logs"),
+			StopTimeout:        10 * time.Second,
+			Logger:             logger,
+			SandboxLabels:      labels,
+			OnReady:            func(r worker.Ready) { ready <- r },
+		})
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		stopWorker()
+		t.Fatalf("worker exited during start: %v", err)
+	case <-time.After(2 * time.Minute):
+		stopWorker()
+		t.Fatal("worker did not become ready")
+	}
+	c, err := tclient.Dial(tclient.Options{HostPort: address, Logger: tlog.NewStructuredLogger(logger)})
+	require.NoError(t, err)
+	// Cleanups run last-in first-out: the client closes, the worker
+	// stops, then no sandbox of this run may be left.
+	t.Cleanup(func() {
+		stopWorker()
+		require.NoError(t, <-done)
+		require.Eventually(t, func() bool {
+			l, err := dc.ContainerList(context.Background(), container.ListOptions{All: true,
+				Filters: filters.NewArgs(filters.Arg("label", "agentflow.bench="+label))})
+			return err == nil && len(l) == 0
+		}, 20*time.Second, 200*time.Millisecond, "sandboxes left behind")
+	})
+	t.Cleanup(c.Close)
+	return c
 }

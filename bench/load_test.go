@@ -109,11 +109,7 @@ func startLoadEnv(t *testing.T) *loadEnv {
 	ctx := t.Context()
 	bin := testenv.TemporalBinary(t)
 	e := &loadEnv{tmp: t.TempDir()}
-	e.worker = filepath.Join(e.tmp, "loadworker")
-	build := exec.Command("go", "build", "-o", e.worker, "./bench/cmd/loadworker")
-	build.Dir = testenv.RepoRoot(t)
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "build loadworker: %s", out)
+	e.worker = buildLoadWorker(t, e.tmp)
 	srv, err := devserver.Start(ctx, devserver.Options{Bin: bin, Port: testenv.FreePort(t), Headless: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Stop(30 * time.Second) })
@@ -122,6 +118,17 @@ func startLoadEnv(t *testing.T) *loadEnv {
 	t.Cleanup(c.Close)
 	e.srv, e.c = srv, c
 	return e
+}
+
+// buildLoadWorker builds bench/cmd/loadworker into dir.
+func buildLoadWorker(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "loadworker")
+	build := exec.Command("go", "build", "-o", bin, "./bench/cmd/loadworker")
+	build.Dir = testenv.RepoRoot(t)
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "build loadworker: %s", out)
+	return bin
 }
 
 // startAgent starts an AgentWorkflow run of plan as the CLI does.
@@ -485,13 +492,6 @@ func report(t *testing.T, cfg loadConfig, rs []loadResult) {
 		_, _ = f.Write(lines)
 		f.Close()
 	}
-}
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
 }
 
 // TestLoadRecovery: ≥ 1,000 steps (200 agents × 5) with 5% of tool

@@ -8,9 +8,11 @@
 package noophost
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -24,6 +26,11 @@ type Host struct {
 	// FailRate is the probability that an Exec reports a tool failure
 	// (exit 1 with an error field): the recovery-under-failure runs.
 	FailRate float64
+	// Journal, when set, gets one line per Exec (the execution ID) before
+	// the exec answers: what survives a kill -9 of the process, so the
+	// chaos runs can count, across every worker process that ever ran, an
+	// attempt whose tool ran twice (Duplicates). Writes are unbuffered.
+	Journal io.Writer
 
 	mu    sync.Mutex
 	live  map[exechost.ExecutionID]bool
@@ -54,6 +61,14 @@ func (h *Host) Exec(_ context.Context, id exechost.ExecutionID, req exechost.Exe
 		return nil, fmt.Errorf("exec %s: %w", id, exechost.ErrTerminated)
 	}
 	h.execs[id]++
+	if h.Journal != nil {
+		// Under the lock: lines never interleave. A failed write is not
+		// the exec's failure, but it must not go unnoticed either.
+		if _, err := io.WriteString(h.Journal, string(id)+"\n"); err != nil {
+			h.mu.Unlock()
+			return nil, fmt.Errorf("exec %s: journal: %w", id, err)
+		}
+	}
 	h.mu.Unlock()
 	if h.FailRate > 0 && rand.Float64() < h.FailRate {
 		return &exechost.ExecResult{ExitCode: 1, Stdout: []byte(`{"error":"injected failure"}`)}, nil
@@ -118,4 +133,33 @@ func (h *Host) Stats() Stats {
 		}
 	}
 	return s
+}
+
+// Duplicates reads journals (Journal's lines, from any number of
+// processes) and returns the execution IDs that ran more than once, with
+// their counts, and the number of lines read. A partial last line (a
+// process killed mid-write) counts as written.
+func Duplicates(journals ...io.Reader) (map[exechost.ExecutionID]int, int, error) {
+	seen := map[exechost.ExecutionID]int{}
+	lines := 0
+	for _, j := range journals {
+		sc := bufio.NewScanner(j)
+		for sc.Scan() {
+			if sc.Text() == "" {
+				continue
+			}
+			seen[exechost.ExecutionID(sc.Text())]++
+			lines++
+		}
+		if err := sc.Err(); err != nil {
+			return nil, lines, fmt.Errorf("read journal: %w", err)
+		}
+	}
+	dup := map[exechost.ExecutionID]int{}
+	for id, n := range seen {
+		if n > 1 {
+			dup[id] = n
+		}
+	}
+	return dup, lines, nil
 }

@@ -20,13 +20,18 @@ var tool = toolkit.Tool{
 	Name:    "wsfile",
 	Version: version,
 	Summary: "write and read files in /workspace",
-	Usage: `Input:  {"write": {"path": "content", ...}, "read": ["path", ...], "strict": false}
+	Usage: `Input:  {"write": {"path": "content", ...}, "append": {"path": "content", ...}, "read": ["path", ...], "strict": false}
 Output: {"written": [paths], "files": {"path": "content"}, "missing": [paths], "workspace_files": [paths]}
-Writes happen before reads. With "strict": true a missing file is an error.`,
+Writes happen first, then appends (a missing file is created), then reads.
+With "strict": true a missing file is an error.`,
 }
 
 type input struct {
-	Write  map[string]string `json:"write"`
+	Write map[string]string `json:"write"`
+	// Append adds content to the end of a file: a step that runs twice
+	// on the same workspace shows it twice (the chaos tests' detector of
+	// a retry that did not start from the clean pre-attempt checkpoint).
+	Append map[string]string `json:"append"`
 	Read   []string          `json:"read"`
 	Strict bool              `json:"strict"`
 }
@@ -54,6 +59,22 @@ func handle(_ context.Context, env toolkit.Env, in input) (any, error) {
 	sort.Strings(paths) // deterministic order of effects and of the output
 	for _, p := range paths {
 		if err := toolkit.WriteFile(root, p, []byte(in.Write[p])); err != nil {
+			return nil, err
+		}
+		c, _ := toolkit.CleanRel(p)
+		out.Written = append(out.Written, c)
+	}
+	paths = paths[:0]
+	for p := range in.Append {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		old, err := toolkit.ReadFile(root, p)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		if err := toolkit.WriteFile(root, p, append(old, in.Append[p]...)); err != nil {
 			return nil, err
 		}
 		c, _ := toolkit.CleanRel(p)

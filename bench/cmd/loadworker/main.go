@@ -8,7 +8,8 @@
 //     no-op activities, with the same activity concurrency (the floor).
 //
 // It runs until SIGTERM, then (engine) writes the no-op host's counts as
-// JSON to -stats-file.
+// JSON to -stats-file. With -journal, every tool run is also appended to a
+// file at once, so a process killed with -9 leaves its count behind.
 package main
 
 import (
@@ -42,6 +43,7 @@ func main() {
 	statsFile := flag.String("stats-file", "", "engine: write the no-op host's counts here on exit")
 	failRate := flag.Float64("fail-rate", 0, "engine: probability that a tool attempt fails")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run here")
+	journal := flag.String("journal", "", "engine: append one line per tool run (its execution ID) to this file (chaos runs)")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -62,7 +64,7 @@ func main() {
 	var err error
 	switch *mode {
 	case "engine":
-		err = engine(ctx, log, *address, *queue, *conc, *dataDir, *statsFile, *failRate)
+		err = engine(ctx, log, *address, *queue, *conc, *dataDir, *statsFile, *journal, *failRate)
 	case "bare":
 		err = bare(ctx, *address, *queue, *conc)
 	default:
@@ -75,12 +77,20 @@ func main() {
 	}
 }
 
-func engine(ctx context.Context, log *slog.Logger, address, queue string, conc int, dir, statsFile string, failRate float64) error {
+func engine(ctx context.Context, log *slog.Logger, address, queue string, conc int, dir, statsFile, journal string, failRate float64) error {
 	if dir == "" {
 		return fmt.Errorf("-data-dir is required")
 	}
 	h := noophost.New()
 	h.FailRate = failRate
+	if journal != "" {
+		f, err := os.OpenFile(journal, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		h.Journal = f
+	}
 	err := worker.Run(ctx, worker.Config{
 		Address: address, TaskQueue: queue, HealthAddr: "-", MetricsAddr: "127.0.0.1:0",
 		MaxConcurrentSteps: conc,

@@ -1,0 +1,202 @@
+//go:build integration
+
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	tclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/agentflow/agentflow/exechost"
+	"github.com/agentflow/agentflow/exechost/docker"
+	"github.com/agentflow/agentflow/internal/devserver"
+	"github.com/agentflow/agentflow/internal/spec"
+	"github.com/agentflow/agentflow/internal/testenv"
+	"github.com/agentflow/agentflow/workflows"
+)
+
+// TestEngineThroughputBench: real sandboxes at volume. AGENTFLOW_THROUGHPUT_AGENTS
+// (50) agents of AGENTFLOW_THROUGHPUT_STEPS (5) linear echo steps, all
+// submitted at once to an in-process worker with the real Docker host and
+// AGENTFLOW_THROUGHPUT_CONCURRENCY (4) steps at once; against, in the same
+// run and at the same concurrency, the raw sandbox-cycle ceiling driven
+// directly on an ExecutionHost:
+//
+//   - fresh: agents×steps independent cycles (provision → exec → checkpoint
+//     → terminate), the raw ceiling;
+//   - chained: the same work in the runs' shape (each cycle of a chain
+//     restores its predecessor's checkpoint), what the steps must do
+//     whoever drives them.
+//
+// Throughput is steps per second of wall time; the ratio is the engine's
+// over each ceiling (the target: ≥ 0.85 of the raw ceiling).
+//
+//	AGENTFLOW_BENCH=1 go test -count=1 -tags integration -timeout 40m -run TestEngineThroughputBench -v ./bench/
+func TestEngineThroughputBench(t *testing.T) {
+	if os.Getenv("AGENTFLOW_BENCH") != "1" {
+		t.Skip("set AGENTFLOW_BENCH=1 to run the engine benchmark")
+	}
+	agents, steps := envInt("AGENTFLOW_THROUGHPUT_AGENTS", 50), envInt("AGENTFLOW_THROUGHPUT_STEPS", 5)
+	conc := envInt("AGENTFLOW_THROUGHPUT_CONCURRENCY", 4)
+	dc, img := benchDocker(t)
+	ctx := t.Context()
+	tmp := t.TempDir()
+	label := fmt.Sprintf("throughput-bench-%d-%d", os.Getpid(), time.Now().UnixNano())
+	labels := map[string]string{"agentflow.test": "1", "agentflow.bench": label}
+
+	srvLog, err := os.Create(filepath.Join(tmp, "temporal.log"))
+	require.NoError(t, err)
+	t.Cleanup(func() { srvLog.Close() })
+	srv, err := devserver.Start(ctx, devserver.Options{
+		Bin: testenv.TemporalBinary(t), Port: freePort(t), Headless: true,
+		DBFile: filepath.Join(tmp, "temporal.db"), Stdout: srvLog, Stderr: srvLog,
+	})
+	require.NoError(t, err, "start dev server")
+	t.Cleanup(func() { _ = srv.Stop(15 * time.Second) })
+	c := startBenchWorker(t, dc, srv.Address, tmp, conc, label, labels)
+
+	store, err := sealedStore(filepath.Join(tmp, "bench-checkpoints"))
+	require.NoError(t, err)
+	host, err := docker.New(docker.Options{Client: dc, Store: store})
+	require.NoError(t, err)
+	payload := payload1K()
+	var seqMu sync.Mutex
+	seq := 0
+	cycle := func(from ...exechost.CheckpointID) (exechost.CheckpointID, error) {
+		seqMu.Lock()
+		seq++
+		id := exechost.ExecutionID(fmt.Sprintf("%s-%d", label, seq))
+		seqMu.Unlock()
+		x, err := host.Provision(ctx, exechost.ProvisionRequest{ExecutionID: id, Image: img.ID,
+			Workspace: exechost.Workspace{Checkpoints: from}, Resources: sandboxLimits, Labels: labels})
+		if err != nil {
+			return "", err
+		}
+		defer host.Terminate(context.Background(), x.ExecutionID)
+		res, err := host.Exec(ctx, id, exechost.ExecRequest{Command: []string{"/bin/tool"}, Stdin: payload, Timeout: time.Minute})
+		if err != nil {
+			return "", err
+		}
+		if res.ExitCode != 0 {
+			return "", fmt.Errorf("tool: exit %d: %s", res.ExitCode, res.Stderr)
+		}
+		ck, err := host.Checkpoint(ctx, id, exechost.CheckpointRequest{})
+		if err != nil {
+			return "", err
+		}
+		return ck.CheckpointID, host.Terminate(ctx, id)
+	}
+	// chains runs n chains of k cycles with conc cycles at once (a slot
+	// per cycle, as a worker's step slots); restore makes each cycle of a
+	// chain restore its predecessor's checkpoint.
+	chains := func(n, k int, restore bool) time.Duration {
+		slots := make(chan struct{}, conc)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var firstErr error
+		start := time.Now()
+		for range n {
+			wg.Go(func() {
+				var prev []exechost.CheckpointID
+				for range k {
+					slots <- struct{}{}
+					from := prev
+					if !restore {
+						from = nil
+					}
+					ck, err := cycle(from...)
+					<-slots
+					if err != nil {
+						mu.Lock()
+						firstErr = err
+						mu.Unlock()
+						return
+					}
+					for _, p := range prev {
+						_ = store.Delete(context.Background(), p)
+					}
+					prev = []exechost.CheckpointID{ck}
+				}
+				for _, p := range prev {
+					_ = store.Delete(context.Background(), p)
+				}
+			})
+		}
+		wg.Wait()
+		require.NoError(t, firstErr)
+		return time.Since(start)
+	}
+
+	text := strings.Repeat("x", 1024-11)
+	limits := spec.Resources{NanoCPUs: sandboxLimits.NanoCPUs, MemoryBytes: sandboxLimits.MemoryBytes,
+		DiskBytes: sandboxLimits.DiskBytes, Pids: sandboxLimits.Pids, MaxOutputBytes: sandboxLimits.MaxOutputBytes}
+	plan := spec.Plan{SchemaVersion: spec.PlanSchemaVersion, Name: "bench-throughput", Version: "1.0.0"}
+	for i := range steps {
+		var deps []string
+		if i > 0 {
+			deps = []string{fmt.Sprintf("s%d", i-1)}
+		}
+		plan.Steps = append(plan.Steps, spec.PlanStep{ID: fmt.Sprintf("s%d", i), Tool: "echo:1.0", Image: img.ID,
+			Inputs: map[string]any{"text": text}, DependsOn: deps, ExplicitDependsOn: deps,
+			Timeout: sandboxLimits.Runtime, Resources: limits})
+	}
+	engine := func(n int) time.Duration {
+		start := time.Now()
+		runs := make([]tclient.WorkflowRun, n)
+		for i := range n {
+			id := fmt.Sprintf("%s-%d-%d", label, time.Now().UnixNano(), i)
+			run, err := c.ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{
+				ID: id, TaskQueue: workflows.TaskQueue,
+				Memo: map[string]any{workflows.MemoSpecName: plan.Name, workflows.MemoSpecVersion: plan.Version},
+				TypedSearchAttributes: temporal.NewSearchAttributes(
+					temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrAgentName).ValueSet(id),
+					temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrSpec).ValueSet(plan.Name),
+					temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrStatus).ValueSet(workflows.RunPending),
+				),
+			}, workflows.WorkflowName, workflows.Input{Plan: plan})
+			require.NoError(t, err)
+			runs[i] = run
+		}
+		for _, run := range runs {
+			var res workflows.Result
+			require.NoError(t, run.Get(ctx, &res))
+			require.Equal(t, workflows.RunSucceeded, res.Status, res.Error)
+		}
+		return time.Since(start)
+	}
+
+	// Warm up each path once.
+	chains(1, 1, false)
+	engine(1)
+
+	total := agents * steps
+	fresh := chains(agents, steps, false)
+	chained := chains(agents, steps, true)
+	eng := engine(agents)
+	rate := func(d time.Duration) float64 { return float64(total) / d.Seconds() }
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\nthroughput: %d agents × %d steps (echo, 1 KiB), %d steps at once\n", agents, steps, conc)
+	fmt.Fprintf(&sb, "%-40s %9s %11s %13s\n", "phase", "wall", "steps/s", "engine ratio")
+	for _, r := range []struct {
+		name string
+		d    time.Duration
+	}{{"host cycles, fresh (raw ceiling)", fresh}, {"host cycles, chained (runs' shape)", chained}, {"engine, all runs submitted at once", eng}} {
+		fmt.Fprintf(&sb, "%-40s %8.1fs %11.2f %13.2f\n", r.name, r.d.Seconds(), rate(r.d), rate(eng)/rate(r.d))
+	}
+	t.Log(sb.String())
+	fmt.Print(sb.String())
+	line, _ := json.Marshal(map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "throughput": map[string]any{
+		"agents": agents, "steps": steps, "concurrency": conc, "fresh_s": fresh.Seconds(), "chained_s": chained.Seconds(),
+		"engine_s": eng.Seconds(), "vs_fresh": rate(eng) / rate(fresh), "vs_chained": rate(eng) / rate(chained)}})
+	fmt.Println(string(line))
+}
