@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -117,7 +118,8 @@ type probeReport struct {
 // clock readings. Three ways of giving it 1 KiB of stdin: the exec's stdin
 // (what Exec does), no stdin at all (the floor), and the exec's stdin read
 // by `head -c` in front of the probe (stdin's end no longer waits for
-// Docker to close the exec's stdin).
+// Docker to close the exec's stdin); and, as the floor, the same exec in a
+// plain container of the base image without the sandbox's hardening.
 //
 //	AGENTFLOW_BENCH=1 go test -tags integration -run TestExecRoundTripTrace -v ./bench/
 func TestExecRoundTripTrace(t *testing.T) {
@@ -134,7 +136,7 @@ func TestExecRoundTripTrace(t *testing.T) {
 	host, err := docker.New(docker.Options{Client: tc, Store: store})
 	require.NoError(t, err)
 
-	ck := probeCheckpoint(t, store)
+	ck, probeTar := probeCheckpoint(t, store)
 	id := exechost.ExecutionID(fmt.Sprintf("bench-trace-%d", os.Getpid()))
 	_, err = host.Provision(ctx, exechost.ProvisionRequest{ExecutionID: id, Image: base.ID, Resources: sandboxLimits,
 		Labels: map[string]string{"agentflow.test": "1"}, Workspace: exechost.Workspace{Checkpoints: []exechost.CheckpointID{ck}}})
@@ -151,15 +153,20 @@ func TestExecRoundTripTrace(t *testing.T) {
 	}
 	payload := payload1K()
 	run := runner.New(tc, runner.Options{})
-	type phases struct{ start, firstRead, eof, output, exitKnown, total time.Duration }
+	big := bytes.Repeat([]byte("x"), 256<<10)
+	plain := plainContainer(t, c, base.ID, probeTar)
+	type phases struct{ api, start, firstRead, eof, output, exitKnown, total time.Duration }
 	modes := []struct {
-		name  string
-		argv  []string
-		stdin bool
+		name      string
+		argv      []string
+		stdin     []byte
+		container string
 	}{
-		{"exec stdin", []string{"/workspace/probe"}, true},
-		{"no stdin", []string{"/workspace/probe"}, false},
-		{"head -c | probe", []string{"/bin/sh", "-c", fmt.Sprintf("head -c %d | /workspace/probe", len(payload))}, true},
+		{"exec stdin 1 KiB", []string{"/workspace/probe"}, payload, cid},
+		{"no stdin", []string{"/workspace/probe"}, nil, cid},
+		{"head -c | probe", []string{"/bin/sh", "-c", fmt.Sprintf("head -c %d | /workspace/probe", len(payload))}, payload, cid},
+		{"exec stdin 256 KiB", []string{"/workspace/probe"}, big, cid},
+		{"plain container 1 KiB", []string{"/tmp/probe"}, payload, plain},
 	}
 	results := make(map[string][]phases)
 	for i := range n + 1 {
@@ -167,29 +174,31 @@ func TestExecRoundTripTrace(t *testing.T) {
 			tc.reset()
 			var in *eofReader
 			cmd := runner.Command{Argv: m.argv, User: policy.DefaultUser, WorkDir: policy.WorkspaceDir, Timeout: time.Minute, MaxOutput: 1 << 20}
-			if m.stdin {
-				in = &eofReader{r: bytes.NewReader(payload)}
+			if m.stdin != nil {
+				in = &eofReader{r: bytes.NewReader(m.stdin)}
 				cmd.Stdin = in
 			}
 			var out lastWrite
 			cmd.Stdout = &out
 			t0 := time.Now()
-			res, err := run.Run(ctx, cid, cmd)
+			if m.container == plain {
+				cmd.WorkDir = "/tmp"
+			}
+			res, err := run.Run(ctx, m.container, cmd)
 			done := time.Now()
 			require.NoError(t, err)
 			require.Zero(t, res.ExitCode)
 			var rep probeReport
 			require.NoError(t, json.Unmarshal(out.Bytes(), &rep), "%s", out.String())
-			if m.stdin {
-				require.Equal(t, len(payload), rep.Bytes)
-			}
+			require.Equal(t, len(m.stdin), rep.Bytes)
 			if i == 0 {
 				continue // warm-up
 			}
 			at := tc.attached
 			results[m.name] = append(results[m.name], phases{
+				api:       at.Sub(t0),
 				start:     time.Unix(0, rep.Start).Sub(at),
-				firstRead: time.Unix(0, rep.First).Sub(time.Unix(0, rep.Start)),
+				firstRead: time.Unix(0, max(rep.First, rep.Start)).Sub(time.Unix(0, rep.Start)),
 				eof:       time.Unix(0, rep.EOF).Sub(time.Unix(0, max(rep.First, rep.Start))),
 				output:    out.at.Sub(time.Unix(0, rep.EOF)),
 				exitKnown: tc.exitKnown.Sub(out.at),
@@ -197,19 +206,23 @@ func TestExecRoundTripTrace(t *testing.T) {
 			})
 		}
 	}
+	// med is "median/p90" of one phase.
 	med := func(ps []phases, f func(phases) time.Duration) string {
 		d := make([]time.Duration, len(ps))
 		for i, p := range ps {
 			d[i] = f(p)
 		}
-		return median(d).Round(100 * time.Microsecond).String()
+		slices.Sort(d)
+		r := func(x time.Duration) string { return fmt.Sprintf("%.1f", float64(x)/float64(time.Millisecond)) }
+		return r(median(d)) + "/" + r(d[len(d)*9/10])
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "\nexec round trip through the runner, phases (median of %d, runc)\n", n)
-	fmt.Fprintf(&sb, "%-18s %12s %12s %12s %12s %12s %12s\n", "stdin", "start→proc", "proc→1st rd", "rd→EOF", "EOF→output", "out→exit", "total")
+	fmt.Fprintf(&sb, "\nexec round trip through the runner, phases in ms, median/p90 of %d (runtime: daemon default)\n", n)
+	fmt.Fprintf(&sb, "%-22s %11s %11s %11s %11s %11s %11s %11s\n", "stdin", "create+att", "att→proc", "proc→1st rd", "rd→EOF", "EOF→output", "out→exit", "total")
 	for _, m := range modes {
 		ps := results[m.name]
-		fmt.Fprintf(&sb, "%-18s %12s %12s %12s %12s %12s %12s\n", m.name,
+		fmt.Fprintf(&sb, "%-22s %11s %11s %11s %11s %11s %11s %11s\n", m.name,
+			med(ps, func(p phases) time.Duration { return p.api }),
 			med(ps, func(p phases) time.Duration { return p.start }),
 			med(ps, func(p phases) time.Duration { return p.firstRead }),
 			med(ps, func(p phases) time.Duration { return p.eof }),
@@ -223,7 +236,7 @@ func TestExecRoundTripTrace(t *testing.T) {
 
 // probeCheckpoint stores a checkpoint holding bench/cmd/stdinprobe, built
 // static, as /workspace/probe.
-func probeCheckpoint(t *testing.T, store checkpoint.Store) exechost.CheckpointID {
+func probeCheckpoint(t *testing.T, store checkpoint.Store) (exechost.CheckpointID, []byte) {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "probe")
 	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./cmd/stdinprobe")
@@ -241,7 +254,24 @@ func probeCheckpoint(t *testing.T, store checkpoint.Store) exechost.CheckpointID
 	require.NoError(t, tw.Close())
 	id := exechost.CheckpointID(fmt.Sprintf("ckpt-probe-%d", os.Getpid()))
 	_, err = store.Put(t.Context(), checkpoint.Manifest{ID: id, ExecutionID: "bench", ImageDigest: "sha256:" + strings.Repeat("0", 64),
-		Resources: sandboxLimits, Reason: "probe"}, &buf, nil)
+		Resources: sandboxLimits, Reason: "probe"}, bytes.NewReader(buf.Bytes()), nil)
 	require.NoError(t, err)
-	return id
+	return id, buf.Bytes()
+}
+
+// plainContainer is the floor: the base image with none of the sandbox's
+// hardening (default seccomp profile, writable root, no limits), the probe
+// copied to /tmp.
+func plainContainer(t *testing.T, c *client.Client, image string, probeTar []byte) string {
+	t.Helper()
+	ctx := t.Context()
+	cr, err := c.ContainerCreate(ctx, &container.Config{Image: image, Cmd: []string{"sleep", "600"},
+		Labels: map[string]string{"agentflow.test": "1"}}, nil, nil, nil, "")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = c.ContainerRemove(context.Background(), cr.ID, container.RemoveOptions{Force: true})
+	})
+	require.NoError(t, c.CopyToContainer(ctx, cr.ID, "/tmp", bytes.NewReader(probeTar), container.CopyToContainerOptions{}))
+	require.NoError(t, c.ContainerStart(ctx, cr.ID, container.StartOptions{}))
+	return cr.ID
 }
