@@ -25,6 +25,7 @@ import (
 	"github.com/agentflow/agentflow/exechost/checkpoint"
 	"github.com/agentflow/agentflow/exechost/docker"
 	"github.com/agentflow/agentflow/exechost/docker/policy"
+	"github.com/agentflow/agentflow/internal/objstore"
 	"github.com/agentflow/agentflow/internal/testenv"
 )
 
@@ -217,10 +218,12 @@ func sealedStore(dir string) (checkpoint.Store, error) {
 // TestHandoffBench measures what a dependent step pays for its
 // dependency's workspace, against a fresh Provision measured in the same
 // run: Restore of a checkpoint of an empty workspace, Restore of a
-// one-file checkpoint; and the exec round trip (Exec of /bin/tool with
-// 1 KiB of JSON on stdin in a running sandbox) against `docker exec -i` of
-// the same command in the same sandbox. The kinds alternate so load hits
-// all alike; only the call itself is timed (Terminate is not).
+// one-file checkpoint, each with the local directory store and with S3
+// (MinIO on loopback), both behind signed manifests; and the exec round
+// trip (Exec of /bin/tool with 1 KiB of JSON on stdin in a running
+// sandbox) against `docker exec -i` of the same command in the same
+// sandbox. The kinds alternate so load hits all alike; only the call
+// itself is timed (Terminate is not).
 //
 //	AGENTFLOW_BENCH=1 go test -tags integration -run TestHandoffBench -v ./bench/
 func TestHandoffBench(t *testing.T) {
@@ -229,10 +232,18 @@ func TestHandoffBench(t *testing.T) {
 	}
 	c, img := benchDocker(t)
 	ctx := t.Context()
-	store, err := sealedStore(t.TempDir())
+	local, err := sealedStore(t.TempDir())
 	require.NoError(t, err)
-	host, err := docker.New(docker.Options{Client: c, Store: store})
+	keys, err := checkpoint.LoadKeyring(benchKeyFile(t))
 	require.NoError(t, err)
+	_, s3 := minioStore(t, "handoff")
+	stores := []struct {
+		name string
+		s    checkpoint.Store
+	}{
+		{"local dir", local},
+		{"s3 (minio)", mustSealed(t, objstore.Sub(s3, "checkpoints"), keys)},
+	}
 	n := 10
 	if v, err := strconv.Atoi(os.Getenv("AGENTFLOW_BENCH_N")); err == nil && v > 0 {
 		n = v
@@ -245,49 +256,52 @@ func TestHandoffBench(t *testing.T) {
 	}
 	payload := payload1K()
 
-	// The two checkpoints, made by a sandbox as a step would.
-	src := nextID()
-	_, err = host.Provision(ctx, exechost.ProvisionRequest{ExecutionID: src, Image: img.ID, Resources: sandboxLimits, Labels: labels})
-	require.NoError(t, err)
-	empty, err := host.Checkpoint(ctx, src, exechost.CheckpointRequest{})
-	require.NoError(t, err)
-	_, err = host.Exec(ctx, src, exechost.ExecRequest{Command: []string{"/bin/sh", "-c", "echo hello > out.txt"}, Timeout: time.Minute})
-	require.NoError(t, err)
-	tiny, err := host.Checkpoint(ctx, src, exechost.CheckpointRequest{})
-	require.NoError(t, err)
-	require.NoError(t, host.Terminate(ctx, src))
-
-	timed := func(f func(id exechost.ExecutionID) error) (time.Duration, error) {
-		id := nextID()
-		s := time.Now()
-		err := f(id)
-		d := time.Since(s)
-		_ = host.Terminate(context.Background(), id)
-		return d, err
+	type kind struct {
+		name string
+		host *docker.Host
+		f    func(h *docker.Host, id exechost.ExecutionID) error
 	}
-	restore := func(ck exechost.CheckpointID) func(exechost.ExecutionID) error {
-		return func(id exechost.ExecutionID) error {
+	fresh := func(h *docker.Host, id exechost.ExecutionID) error {
+		_, err := h.Provision(ctx, exechost.ProvisionRequest{ExecutionID: id, Image: img.ID, Resources: sandboxLimits, Labels: labels})
+		return err
+	}
+	restore := func(ck exechost.CheckpointID) func(*docker.Host, exechost.ExecutionID) error {
+		return func(h *docker.Host, id exechost.ExecutionID) error {
 			res := sandboxLimits
-			_, err := host.Restore(ctx, exechost.RestoreRequest{CheckpointID: ck, ExecutionID: id, Image: img.ID, Resources: &res, Labels: labels})
+			_, err := h.Restore(ctx, exechost.RestoreRequest{CheckpointID: ck, ExecutionID: id, Image: img.ID, Resources: &res, Labels: labels})
 			return err
 		}
 	}
-	kinds := []struct {
-		name string
-		f    func(exechost.ExecutionID) error
-	}{
-		{"fresh provision (baseline)", func(id exechost.ExecutionID) error {
-			_, err := host.Provision(ctx, exechost.ProvisionRequest{ExecutionID: id, Image: img.ID, Resources: sandboxLimits, Labels: labels})
-			return err
-		}},
-		{"restore, empty checkpoint", restore(empty.CheckpointID)},
-		{"restore, 1-file checkpoint", restore(tiny.CheckpointID)},
+	kinds := []kind{{name: "fresh provision (baseline)", f: fresh}}
+	var host *docker.Host
+	for _, st := range stores {
+		h, err := docker.New(docker.Options{Client: c, Store: st.s})
+		require.NoError(t, err)
+		if host == nil {
+			host, kinds[0].host = h, h
+		}
+		// The two checkpoints, made by a sandbox as a step would.
+		src := nextID()
+		require.NoError(t, fresh(h, src))
+		empty, err := h.Checkpoint(ctx, src, exechost.CheckpointRequest{})
+		require.NoError(t, err)
+		_, err = h.Exec(ctx, src, exechost.ExecRequest{Command: []string{"/bin/sh", "-c", "echo hello > out.txt"}, Timeout: time.Minute})
+		require.NoError(t, err)
+		tiny, err := h.Checkpoint(ctx, src, exechost.CheckpointRequest{})
+		require.NoError(t, err)
+		require.NoError(t, h.Terminate(ctx, src))
+		kinds = append(kinds, kind{"restore, empty, " + st.name, h, restore(empty.CheckpointID)},
+			kind{"restore, 1 file, " + st.name, h, restore(tiny.CheckpointID)})
 	}
 	got := make([][]time.Duration, len(kinds))
 	for i := range n + 1 {
-		for k, kind := range kinds {
-			d, err := timed(kind.f)
-			require.NoError(t, err, kind.name)
+		for k, kd := range kinds {
+			id := nextID()
+			s := time.Now()
+			err := kd.f(kd.host, id)
+			d := time.Since(s)
+			_ = kd.host.Terminate(context.Background(), id)
+			require.NoError(t, err, kd.name)
 			if i > 0 { // the first round warms up
 				got[k] = append(got[k], d)
 			}
@@ -296,8 +310,7 @@ func TestHandoffBench(t *testing.T) {
 
 	// The exec round trip, ours and the docker CLI's, in one sandbox.
 	ex := nextID()
-	_, err = host.Provision(ctx, exechost.ProvisionRequest{ExecutionID: ex, Image: img.ID, Resources: sandboxLimits, Labels: labels})
-	require.NoError(t, err)
+	require.NoError(t, fresh(host, ex))
 	t.Cleanup(func() { _ = host.Terminate(context.Background(), ex) })
 	list, err := c.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", policy.LabelExecution+"="+string(ex)))})
 	require.NoError(t, err)
@@ -322,13 +335,13 @@ func TestHandoffBench(t *testing.T) {
 
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\nworkspace hand-off and exec round trip (image %s, n = %d, medians)\n", sandboxBenchImage, n)
-	fmt.Fprintf(&sb, "%-30s %12s %8s\n", "call", "median", "ratio")
-	for k, kind := range kinds {
-		fmt.Fprintf(&sb, "%-30s %12s %8.2f\n", kind.name, median(got[k]).Round(time.Millisecond),
+	fmt.Fprintf(&sb, "%-34s %10s %8s\n", "call", "median", "ratio")
+	for k, kd := range kinds {
+		fmt.Fprintf(&sb, "%-34s %10s %8.2f\n", kd.name, median(got[k]).Round(time.Millisecond),
 			float64(median(got[k]))/float64(median(got[0])))
 	}
-	fmt.Fprintf(&sb, "%-30s %12s %8s\n", "docker exec -i (baseline)", median(bare).Round(time.Millisecond), "1.00")
-	fmt.Fprintf(&sb, "%-30s %12s %8.2f\n", "Exec /bin/tool, 1 KiB stdin", median(ours).Round(time.Millisecond),
+	fmt.Fprintf(&sb, "%-34s %10s %8s\n", "docker exec -i (baseline)", median(bare).Round(time.Millisecond), "1.00")
+	fmt.Fprintf(&sb, "%-34s %10s %8.2f\n", "Exec /bin/tool, 1 KiB stdin", median(ours).Round(time.Millisecond),
 		float64(median(ours))/float64(median(bare)))
 	t.Log(sb.String())
 	fmt.Print(sb.String())
