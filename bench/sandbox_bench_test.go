@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 	"github.com/stretchr/testify/require"
@@ -22,6 +24,8 @@ import (
 	"github.com/agentflow/agentflow/exechost"
 	"github.com/agentflow/agentflow/exechost/checkpoint"
 	"github.com/agentflow/agentflow/exechost/docker"
+	"github.com/agentflow/agentflow/exechost/docker/policy"
+	"github.com/agentflow/agentflow/internal/objstore"
 	"github.com/agentflow/agentflow/internal/testenv"
 )
 
@@ -209,4 +213,136 @@ func sealedStore(dir string) (checkpoint.Store, error) {
 		return nil, err
 	}
 	return checkpoint.NewSealed(local, keys, checkpoint.SealedOptions{})
+}
+
+// TestHandoffBench measures what a dependent step pays for its
+// dependency's workspace, against a fresh Provision measured in the same
+// run: Restore of a checkpoint of an empty workspace, Restore of a
+// one-file checkpoint, each with the local directory store and with S3
+// (MinIO on loopback), both behind signed manifests; and the exec round
+// trip (Exec of /bin/tool with 1 KiB of JSON on stdin in a running
+// sandbox) against `docker exec -i` of the same command in the same
+// sandbox. The kinds alternate so load hits all alike; only the call
+// itself is timed (Terminate is not).
+//
+//	AGENTFLOW_BENCH=1 go test -tags integration -run TestHandoffBench -v ./bench/
+func TestHandoffBench(t *testing.T) {
+	if os.Getenv("AGENTFLOW_BENCH") != "1" {
+		t.Skip("set AGENTFLOW_BENCH=1 to run the hand-off benchmark")
+	}
+	c, img := benchDocker(t)
+	ctx := t.Context()
+	local, err := sealedStore(t.TempDir())
+	require.NoError(t, err)
+	keys, err := checkpoint.LoadKeyring(benchKeyFile(t))
+	require.NoError(t, err)
+	_, s3 := minioStore(t, "handoff")
+	stores := []struct {
+		name string
+		s    checkpoint.Store
+	}{
+		{"local dir", local},
+		{"s3 (minio)", mustSealed(t, objstore.Sub(s3, "checkpoints"), keys)},
+	}
+	n := 10
+	if v, err := strconv.Atoi(os.Getenv("AGENTFLOW_BENCH_N")); err == nil && v > 0 {
+		n = v
+	}
+	labels := map[string]string{"agentflow.test": "1"}
+	seq := 0
+	nextID := func() exechost.ExecutionID {
+		seq++
+		return exechost.ExecutionID(fmt.Sprintf("bench-handoff-%d-%d", os.Getpid(), seq))
+	}
+	payload := payload1K()
+
+	type kind struct {
+		name string
+		host *docker.Host
+		f    func(h *docker.Host, id exechost.ExecutionID) error
+	}
+	fresh := func(h *docker.Host, id exechost.ExecutionID) error {
+		_, err := h.Provision(ctx, exechost.ProvisionRequest{ExecutionID: id, Image: img.ID, Resources: sandboxLimits, Labels: labels})
+		return err
+	}
+	restore := func(ck exechost.CheckpointID) func(*docker.Host, exechost.ExecutionID) error {
+		return func(h *docker.Host, id exechost.ExecutionID) error {
+			res := sandboxLimits
+			_, err := h.Restore(ctx, exechost.RestoreRequest{CheckpointID: ck, ExecutionID: id, Image: img.ID, Resources: &res, Labels: labels})
+			return err
+		}
+	}
+	kinds := []kind{{name: "fresh provision (baseline)", f: fresh}}
+	var host *docker.Host
+	for _, st := range stores {
+		h, err := docker.New(docker.Options{Client: c, Store: st.s})
+		require.NoError(t, err)
+		if host == nil {
+			host, kinds[0].host = h, h
+		}
+		// The two checkpoints, made by a sandbox as a step would.
+		src := nextID()
+		require.NoError(t, fresh(h, src))
+		empty, err := h.Checkpoint(ctx, src, exechost.CheckpointRequest{})
+		require.NoError(t, err)
+		_, err = h.Exec(ctx, src, exechost.ExecRequest{Command: []string{"/bin/sh", "-c", "echo hello > out.txt"}, Timeout: time.Minute})
+		require.NoError(t, err)
+		tiny, err := h.Checkpoint(ctx, src, exechost.CheckpointRequest{})
+		require.NoError(t, err)
+		require.NoError(t, h.Terminate(ctx, src))
+		kinds = append(kinds, kind{"restore, empty, " + st.name, h, restore(empty.CheckpointID)},
+			kind{"restore, 1 file, " + st.name, h, restore(tiny.CheckpointID)})
+	}
+	got := make([][]time.Duration, len(kinds))
+	for i := range n + 1 {
+		for k, kd := range kinds {
+			id := nextID()
+			s := time.Now()
+			err := kd.f(kd.host, id)
+			d := time.Since(s)
+			_ = kd.host.Terminate(context.Background(), id)
+			require.NoError(t, err, kd.name)
+			if i > 0 { // the first round warms up
+				got[k] = append(got[k], d)
+			}
+		}
+	}
+
+	// The exec round trip, ours and the docker CLI's, in one sandbox.
+	ex := nextID()
+	require.NoError(t, fresh(host, ex))
+	t.Cleanup(func() { _ = host.Terminate(context.Background(), ex) })
+	list, err := c.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", policy.LabelExecution+"="+string(ex)))})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	var ours, bare []time.Duration
+	for i := range n + 1 {
+		s := time.Now()
+		res, err := host.Exec(ctx, ex, exechost.ExecRequest{Command: []string{"/bin/tool"}, Stdin: payload, Timeout: time.Minute})
+		d := time.Since(s)
+		require.NoError(t, err)
+		require.Zero(t, res.ExitCode, "%s", res.Stderr)
+		s = time.Now()
+		cmd := exec.CommandContext(ctx, "docker", "exec", "-i", "-u", policy.DefaultUser, "-w", policy.WorkspaceDir, list[0].ID, "/bin/tool")
+		cmd.Stdin = bytes.NewReader(payload)
+		out, err := cmd.CombinedOutput()
+		b := time.Since(s)
+		require.NoError(t, err, "%s", out)
+		if i > 0 {
+			ours, bare = append(ours, d), append(bare, b)
+		}
+	}
+
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\nworkspace hand-off and exec round trip (image %s, n = %d, medians)\n", sandboxBenchImage, n)
+	fmt.Fprintf(&sb, "%-34s %10s %8s\n", "call", "median", "ratio")
+	for k, kd := range kinds {
+		fmt.Fprintf(&sb, "%-34s %10s %8.2f\n", kd.name, median(got[k]).Round(time.Millisecond),
+			float64(median(got[k]))/float64(median(got[0])))
+	}
+	fmt.Fprintf(&sb, "%-34s %10s %8s\n", "docker exec -i (baseline)", median(bare).Round(time.Millisecond), "1.00")
+	fmt.Fprintf(&sb, "%-34s %10s %8.2f\n", "Exec /bin/tool, 1 KiB stdin", median(ours).Round(time.Millisecond),
+		float64(median(ours))/float64(median(bare)))
+	t.Log(sb.String())
+	fmt.Print(sb.String())
 }

@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -363,16 +362,20 @@ func (h *Host) provision(ctx context.Context, e *execution, req exechost.Provisi
 		}
 		layers = append(layers, tree.Open)
 	case len(ws.Checkpoints) > 0:
-		for _, id := range ws.Checkpoints {
-			if _, err := h.store.Stat(ctx, id); err != nil {
-				return nil, err
-			}
-			layers = append(layers, func(ctx context.Context) (io.ReadCloser, error) {
-				_, rc, err := h.store.Get(ctx, id)
-				return rc, err
-			})
+		opened, err := h.openCheckpoints(ctx, ws.Checkpoints)
+		if err != nil {
+			return nil, err
 		}
+		defer opened.close()
+		layers = opened.openers()
 	}
+	// Read up to the first entry (snapshot.go: an empty one needs no exec).
+	limits := workspace.Limits{MaxBytes: req.Resources.DiskBytes, MaxEntries: h.entries}
+	imp, err := workspace.Prepare(ctx, limits, layers...)
+	if err != nil {
+		return nil, importError(req, err)
+	}
+	defer imp.Close()
 
 	deadline := time.Now().Add(req.Resources.Runtime)
 	meta := policy.Meta{Owner: h.owner, ImageID: img.ID, Deadline: deadline}
@@ -441,19 +444,11 @@ func (h *Host) provision(ctx context.Context, e *execution, req exechost.Provisi
 	e.resources, e.deadline = req.Resources, deadline
 	if len(layers) > 0 {
 		ictx, cancel := context.WithDeadline(ctx, deadline)
-		res, err := workspace.Import(ictx, h.run, id, h.policy.User(),
-			workspace.Limits{MaxBytes: req.Resources.DiskBytes, MaxEntries: h.entries}, layers...)
+		res, err := imp.Import(ictx, h.run, id, h.policy.User())
 		cancel()
 		e.inherited = res.Names
 		if err != nil {
-			switch {
-			case req.Workspace.Git != nil && errors.Is(err, workspace.ErrUnsafeEntry):
-				err = &exechost.PolicyError{Field: "workspace.git", Reason: err.Error()}
-			case len(req.Workspace.Checkpoints) > 0 && !errors.Is(err, exechost.ErrCorruptCheckpoint) &&
-				(errors.Is(err, workspace.ErrUnsafeEntry) || errors.Is(err, workspace.ErrTooLarge) || errors.Is(err, workspace.ErrMalformedArchive)):
-				err = fmt.Errorf("%w: %w", exechost.ErrCorruptCheckpoint, err)
-			}
-			return fail(err)
+			return fail(importError(req, err))
 		}
 	}
 	// The host-side deadline, in case the in-container one does not fire.

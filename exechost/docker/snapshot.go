@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/agentflow/agentflow/exechost"
 	"github.com/agentflow/agentflow/exechost/checkpoint"
@@ -80,10 +81,23 @@ func (h *Host) Checkpoint(ctx context.Context, id exechost.ExecutionID, req exec
 // whose workspace is the checkpoint. Image and resources come only from the
 // request: a manifest is data from storage, and even an authentic one only
 // says what the checkpoint was made with, not what this step may use.
+//
+// A checkpoint that cannot be read (unknown, a manifest failing its check,
+// the store down) is reported before anything wrong with the request. The
+// manifest is read once on success (Provision's Get); only a failed restore
+// reads it again, to tell which error comes first.
 func (h *Host) Restore(ctx context.Context, req exechost.RestoreRequest) (*exechost.Execution, error) {
-	if _, err := h.store.Stat(ctx, req.CheckpointID); err != nil {
-		return nil, fmt.Errorf("restore %s: %w", req.CheckpointID, err)
+	x, err := h.restore(ctx, req)
+	if err == nil {
+		return x, nil
 	}
+	if _, serr := h.store.Stat(ctx, req.CheckpointID); serr != nil {
+		return nil, fmt.Errorf("restore %s: %w", req.CheckpointID, serr)
+	}
+	return nil, err
+}
+
+func (h *Host) restore(ctx context.Context, req exechost.RestoreRequest) (*exechost.Execution, error) {
 	p, err := exechost.RestoreProvision(req)
 	if err != nil {
 		return nil, fmt.Errorf("restore %s: %w", req.CheckpointID, err)
@@ -92,4 +106,70 @@ func (h *Host) Restore(ctx context.Context, req exechost.RestoreRequest) (*exech
 		p.ExecutionID = exechost.ExecutionID("restore-" + randomHex(12))
 	}
 	return h.Provision(ctx, p)
+}
+
+// openedCheckpoints are a workspace's checkpoint layers, opened (one Get
+// each: manifest read and authenticated, content reader verifying every
+// byte) before the sandbox exists, so an unknown or forged checkpoint is
+// refused without a container and the manifest is not read twice.
+type openedCheckpoints struct {
+	mu  sync.Mutex
+	rcs []io.ReadCloser // nil once handed to the import
+}
+
+func (h *Host) openCheckpoints(ctx context.Context, ids []exechost.CheckpointID) (*openedCheckpoints, error) {
+	o := &openedCheckpoints{}
+	for _, id := range ids {
+		_, rc, err := h.store.Get(ctx, id)
+		if err != nil {
+			o.close()
+			return nil, err
+		}
+		o.rcs = append(o.rcs, rc)
+	}
+	return o, nil
+}
+
+// openers hands each reader out once, in order.
+func (o *openedCheckpoints) openers() []workspace.Opener {
+	out := make([]workspace.Opener, len(o.rcs))
+	for i := range o.rcs {
+		out[i] = func(context.Context) (io.ReadCloser, error) {
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			rc := o.rcs[i]
+			if rc == nil {
+				return nil, errors.New("checkpoint layer opened twice")
+			}
+			o.rcs[i] = nil
+			return rc, nil
+		}
+	}
+	return out
+}
+
+// close closes the readers the import never took.
+func (o *openedCheckpoints) close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i, rc := range o.rcs {
+		if rc != nil {
+			_ = rc.Close()
+			o.rcs[i] = nil
+		}
+	}
+}
+
+// importError is what a failed workspace import means for the request:
+// an unsafe entry in a git tree is the spec's policy problem; a checkpoint
+// that is not one safe, well-formed archive within the limits is corrupt.
+func importError(req exechost.ProvisionRequest, err error) error {
+	switch {
+	case req.Workspace.Git != nil && errors.Is(err, workspace.ErrUnsafeEntry):
+		return &exechost.PolicyError{Field: "workspace.git", Reason: err.Error()}
+	case len(req.Workspace.Checkpoints) > 0 && !errors.Is(err, exechost.ErrCorruptCheckpoint) &&
+		(errors.Is(err, workspace.ErrUnsafeEntry) || errors.Is(err, workspace.ErrTooLarge) || errors.Is(err, workspace.ErrMalformedArchive)):
+		return fmt.Errorf("%w: %w", exechost.ErrCorruptCheckpoint, err)
+	}
+	return err
 }

@@ -132,41 +132,83 @@ func (f *Filter) Entries() int { return f.entries }
 // stream is bounded by Limits.MaxStreamBytes. The first refused entry stops
 // the copy with an error matching ErrUnsafeEntry or ErrTooLarge.
 func (f *Filter) Copy(dst *tar.Writer, src io.Reader) error {
+	return f.begin(src).copyTo(dst)
+}
+
+// layerCopy is one stream going through a Filter, in two parts: next reads
+// up to the next entry to write (so an import can see whether a layer
+// holds any entry before an exec exists), copyTo writes that entry and the
+// rest. Both apply exactly Copy's rules; Copy is begin + copyTo.
+type layerCopy struct {
+	f    *Filter
+	as   *archiveSource
+	tr   *tar.Reader
+	seen map[string]bool // names of this layer: a repeated one is malformed
+	// held is an entry next returned and hold kept: its header is
+	// checked and counted, its content not yet read.
+	held *tar.Header
+}
+
+func (f *Filter) begin(src io.Reader) *layerCopy {
 	as := &archiveSource{r: NewBoundedReader(src, f.limits.MaxStreamBytes())}
-	tr := tar.NewReader(as)
-	seen := map[string]bool{} // names of this layer: a repeated one is malformed
+	return &layerCopy{f: f, as: as, tr: tar.NewReader(as), seen: map[string]bool{}}
+}
+
+// next returns the next entry to write, checked and normalised, with the
+// stream standing at its content; nil once the archive ended, which means
+// the stream was read to its last byte and found well-formed (see
+// archiveSource.finish). Entries written to nothing (the workspace root,
+// pax globals) are passed over.
+func (l *layerCopy) next() (*tar.Header, error) {
+	if h := l.held; h != nil {
+		l.held = nil
+		return h, nil
+	}
 	for {
 		// Whatever archive/tar would skip is read here, so the position
 		// before Next is the end of the last entry's content.
-		if _, err := io.Copy(io.Discard, tr); err != nil {
-			return as.fail(err)
+		if _, err := io.Copy(io.Discard, l.tr); err != nil {
+			return nil, l.as.fail(err)
 		}
-		at := as.n
-		hdr, err := tr.Next()
+		at := l.as.n
+		hdr, err := l.tr.Next()
 		if errors.Is(err, io.EOF) {
-			return as.finish(at)
+			return nil, l.as.finish(at)
 		}
 		if err != nil {
-			return fmt.Errorf("read tar: %w", as.fail(err))
+			return nil, fmt.Errorf("read tar: %w", l.as.fail(err))
 		}
-		out, err := f.check(hdr, seen)
+		out, err := l.f.check(hdr, l.seen)
 		if errors.Is(err, ErrSecretName) {
-			return f.drain(tr, err)
+			return nil, l.f.drain(l.tr, err)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if out == nil {
-			continue
+		if out != nil {
+			return out, nil
+		}
+	}
+}
+
+// hold gives h (just returned by next) back, for copyTo to write first.
+func (l *layerCopy) hold(h *tar.Header) { l.held = h }
+
+// copyTo writes every remaining entry (a held one first) to dst.
+func (l *layerCopy) copyTo(dst *tar.Writer) error {
+	for {
+		out, err := l.next()
+		if err != nil || out == nil {
+			return err
 		}
 		if err := dst.WriteHeader(out); err != nil {
 			return fmt.Errorf("write tar header %q: %w", out.Name, err)
 		}
 		if out.Typeflag == tar.TypeReg {
 			w := &recordingWriter{w: dst}
-			if err := f.copyContent(w, tr, out.Size); err != nil {
+			if err := l.f.copyContent(w, l.tr, out.Size); err != nil {
 				if w.err == nil { // the source broke, not the destination
-					err = as.fail(err)
+					err = l.as.fail(err)
 				}
 				return fmt.Errorf("copy %q: %w", out.Name, err)
 			}

@@ -47,21 +47,97 @@ type Result struct {
 }
 
 // Import unpacks the layers, in order, through one Filter into the
-// sandbox's /workspace. Nothing is extracted on the host. Every layer is
-// read to its end (see Filter.Copy), so a verifying layer reader checks
-// every byte; Import returns nil only after the last layer passed, and the
-// caller must destroy the sandbox on any error, since its tar may already
-// have unpacked part of a layer.
+// sandbox's /workspace: Prepare, then Pending.Import.
 func Import(ctx context.Context, r Runner, containerID, user string, limits Limits, layers ...Opener) (Result, error) {
-	if len(layers) == 0 {
-		return Result{}, nil
+	p, err := Prepare(ctx, limits, layers...)
+	if err != nil {
+		return Result{}, err
 	}
-	pr, pw := io.Pipe()
+	defer p.Close()
+	return p.Import(ctx, r, containerID, user)
+}
+
+// Pending is an import whose layers were read, through its Filter, up to
+// the first entry any of them holds: the layers before it were read to
+// their end (every byte verified, nothing to write), the layer holding it
+// is open with that entry checked, and the layers after it are not opened
+// yet. An import with no entry at all needs no exec (Empty). It is used by
+// one goroutine; Close releases an open layer that Import did not consume.
+type Pending struct {
+	f      *Filter
+	layers []Opener // not opened yet
+	cur    *layerCopy
+	rc     io.ReadCloser // cur's source
+	first  int           // index of cur's layer
+}
+
+// Prepare opens the layers in order and reads each through a new Filter
+// until the first entry the filter would write. An empty layer (only the
+// end-of-archive marker, or only the workspace root) is read to its end and
+// closed, so its reader verifies it as Import would have. Layers after the
+// one holding the first entry are left for Import, so the filter checks
+// every entry with the state of the layers before it, exactly as one
+// uninterrupted Import does. Prepare needs no sandbox: call it before one
+// exists. Its errors are Import's (ErrMalformedArchive, ErrUnsafeEntry,
+// ErrTooLarge, or the layer's own).
+func Prepare(ctx context.Context, limits Limits, layers ...Opener) (*Pending, error) {
 	f := NewFilter(limits)
 	f.RecordNames()
+	p := &Pending{f: f, first: len(layers)}
+	for i, open := range layers {
+		rc, err := open(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("import workspace: layer %d: %w", i, err)
+		}
+		l := f.begin(rc)
+		h, err := l.next()
+		if err == nil && h != nil {
+			l.hold(h)
+			p.cur, p.rc, p.first, p.layers = l, rc, i, layers[i+1:]
+			return p, nil
+		}
+		if cerr := rc.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("import workspace: layer %d: %w", i, err)
+		}
+	}
+	return p, nil
+}
+
+// Empty reports that no layer holds an entry: every layer was read to its
+// end and verified, and Import has nothing to unpack.
+func (p *Pending) Empty() bool { return p.cur == nil }
+
+// Close closes the open layer if Import did not take it.
+func (p *Pending) Close() {
+	if p.rc != nil {
+		_ = p.rc.Close()
+		p.rc, p.cur = nil, nil
+	}
+}
+
+func (p *Pending) result() Result {
+	return Result{Bytes: p.f.Bytes(), Entries: p.f.Entries(), Names: p.f.Names()}
+}
+
+// Import unpacks the prepared layers into the sandbox's /workspace with one
+// exec, or with none when the import is Empty. Nothing is extracted on the
+// host. Every layer is read to its end (see Filter.Copy), so a verifying
+// layer reader checks every byte; Import returns nil only after the last
+// layer passed, and the caller must destroy the sandbox on any error, since
+// its tar may already have unpacked part of a layer. Call it once.
+func (p *Pending) Import(ctx context.Context, r Runner, containerID, user string) (Result, error) {
+	if p.Empty() {
+		return p.result(), nil
+	}
+	cur, rc, first, rest := p.cur, p.rc, p.first, p.layers
+	p.cur, p.rc = nil, nil // the producer closes rc
+	pr, pw := io.Pipe()
 	prodDone := make(chan error, 1)
 	go func() {
-		err := produce(ctx, pw, f, layers)
+		err := produce(ctx, pw, cur, rc, first, rest)
 		pw.CloseWithError(err)
 		prodDone <- err
 	}()
@@ -77,7 +153,8 @@ func Import(ctx context.Context, r Runner, containerID, user string, limits Limi
 	// Unblock the producer if tar stopped reading early.
 	pr.CloseWithError(errImportEnded)
 	prodErr := <-prodDone
-	out := Result{Bytes: f.Bytes(), Entries: f.Entries(), Destroyed: res.Destroyed, Names: f.Names()}
+	out := p.result()
+	out.Destroyed = res.Destroyed
 	switch {
 	case prodErr != nil && errors.Is(prodErr, errImportEnded) && runErr == nil && res.ExitCode == 0:
 		// tar finished before every layer was read to its end, so not
@@ -93,19 +170,29 @@ func Import(ctx context.Context, r Runner, containerID, user string, limits Limi
 	return out, nil
 }
 
-func produce(ctx context.Context, w io.Writer, f *Filter, layers []Opener) error {
+// produce writes the layer in progress (cur, layer number first, read from
+// rc) and then the rest, opened one by one, as one tar stream to w.
+func produce(ctx context.Context, w io.Writer, cur *layerCopy, rc io.ReadCloser, first int, rest []Opener) error {
 	tw := tar.NewWriter(w)
-	for i, open := range layers {
+	err := cur.copyTo(tw)
+	if cerr := rc.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("layer %d: %w", first, err)
+	}
+	for i, open := range rest {
+		n := first + 1 + i
 		rc, err := open(ctx)
 		if err != nil {
-			return fmt.Errorf("layer %d: %w", i, err)
+			return fmt.Errorf("layer %d: %w", n, err)
 		}
-		err = f.Copy(tw, rc)
+		err = cur.f.Copy(tw, rc)
 		if cerr := rc.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			return fmt.Errorf("layer %d: %w", i, err)
+			return fmt.Errorf("layer %d: %w", n, err)
 		}
 	}
 	return tw.Close()
