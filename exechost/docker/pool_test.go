@@ -78,7 +78,9 @@ func TestPoolable(t *testing.T) {
 		{name: "egress", mutate: func(r *exechost.ProvisionRequest) { r.Network = exechost.NetworkEgress }},
 		{name: "gpu", mutate: func(r *exechost.ProvisionRequest) { r.Resources.GPUs = 1 }},
 		{name: "all gpus", mutate: func(r *exechost.ProvisionRequest) { r.Resources.GPUs = -1 }},
-		{name: "git", mutate: func(r *exechost.ProvisionRequest) { r.Workspace.Git = &exechost.GitSource{RepositoryPath: "/r", Revision: "HEAD"} }},
+		{name: "git", mutate: func(r *exechost.ProvisionRequest) {
+			r.Workspace.Git = &exechost.GitSource{RepositoryPath: "/r", Revision: "HEAD"}
+		}},
 		{name: "without the pool's labels", mutate: func(r *exechost.ProvisionRequest) { r.Labels = nil }},
 		{name: "other value of a pool label", mutate: func(r *exechost.ProvisionRequest) { r.Labels["agentflow.test"] = "2" }},
 	}
