@@ -419,3 +419,35 @@ func TestPoolEgressRunsCold(t *testing.T) {
 	require.Equal(t, stats.Misses, pe.host.PoolStats().Misses)
 	require.Equal(t, 1, pe.host.PoolStats().Idle)
 }
+
+// TestPoolTakenLeftoverIsReplaced: a pooled sandbox taken by an execution
+// carries the pool's labels and the execution's name; when its worker dies
+// and the attempt is delivered again, the next host replaces it by name,
+// whether it provisions from its own pool (rename) or cold (create).
+func TestPoolTakenLeftoverIsReplaced(t *testing.T) {
+	dead := setupPool(t, docker.PoolOptions{Size: 2}, nil)
+	dead.warm(t, 2, nil)
+	x, reqX := dead.provision(t, pooledReq)
+	y, reqY := dead.provision(t, pooledReq)
+	leftX, leftY := dead.sandbox(t, x.ExecutionID).ID, dead.sandbox(t, y.ExecutionID).ID
+	dead.host.AbandonPoolForTest() // the worker dies; its sandboxes stay
+
+	next := setupPool(t, docker.PoolOptions{Size: 1}, nil)
+	next.warm(t, 1, nil)
+	hits := next.host.PoolStats().Hits
+	_, err := next.host.Provision(t.Context(), reqX)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, next.host.Terminate(context.Background(), reqX.ExecutionID)) })
+	require.Equal(t, hits+1, next.host.PoolStats().Hits, "served from the new host's pool (rename over the leftover)")
+	nowX := next.sandbox(t, x.ExecutionID)
+	require.NotEqual(t, leftX, nowX.ID)
+	next.requireContainerGone(t, leftX)
+	require.Equal(t, "ok\n", string(next.sh(t, x.ExecutionID, "echo ok").Stdout))
+
+	cold := setup(t) // a host without a pool: create over the leftover
+	_, err = cold.host.Provision(t.Context(), reqY)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, cold.host.Terminate(context.Background(), reqY.ExecutionID)) })
+	require.NotEqual(t, leftY, cold.sandbox(t, y.ExecutionID).ID)
+	cold.requireContainerGone(t, leftY)
+}
