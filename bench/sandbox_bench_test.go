@@ -219,11 +219,12 @@ func sealedStore(dir string) (checkpoint.Store, error) {
 //   - sequential, bare/cold/pooled interleaved, with no gap and with a
 //     250 ms gap between steps (orchestration and checkpoint time); then
 //     pooled steps only, back to back, with a pool of 2; hit rates printed;
+//
 //   - 16 steps at once after the pool had time to fill (a burst): p50 and
 //     p99 of Provision start → the tool's output back (the echo tool
 //     answers as soon as it has read its stdin).
 //
-//	AGENTFLOW_BENCH=1 go test -tags integration -run TestWarmPoolBench -v ./bench/
+//     AGENTFLOW_BENCH=1 go test -tags integration -run TestWarmPoolBench -v ./bench/
 func TestWarmPoolBench(t *testing.T) {
 	if os.Getenv("AGENTFLOW_BENCH") != "1" {
 		t.Skip("set AGENTFLOW_BENCH=1 to run the sandbox benchmark")
