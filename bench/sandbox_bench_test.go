@@ -369,16 +369,16 @@ func TestWarmPoolBench(t *testing.T) {
 	after := pooled.PoolStats()
 	fmt.Fprintf(&sb, "\nburst of %d steps at once (%d rounds), Provision start → tool output back:\n", burst, rounds)
 	fmt.Fprintf(&sb, "%-6s %12s %12s %12s %12s %12s %12s %9s\n", "", "bare p50", "bare p99", "cold p50", "cold p99", "pool p50", "pool p99", "pool hits")
-	fmt.Fprintf(&sb, "%-6s %12s %12s %12s %12s %12s %12s %6d/%d\n", "", quantile(b, 0.5).Round(time.Millisecond), quantile(b, 0.99).Round(time.Millisecond),
-		quantile(co, 0.5).Round(time.Millisecond), quantile(co, 0.99).Round(time.Millisecond),
-		quantile(po, 0.5).Round(time.Millisecond), quantile(po, 0.99).Round(time.Millisecond),
+	fmt.Fprintf(&sb, "%-6s %12s %12s %12s %12s %12s %12s %6d/%d\n", "", durQuantile(b, 0.5).Round(time.Millisecond), durQuantile(b, 0.99).Round(time.Millisecond),
+		durQuantile(co, 0.5).Round(time.Millisecond), durQuantile(co, 0.99).Round(time.Millisecond),
+		durQuantile(po, 0.5).Round(time.Millisecond), durQuantile(po, 0.99).Round(time.Millisecond),
 		after.Hits-before.Hits, (after.Hits+after.Misses)-(before.Hits+before.Misses))
 	t.Log(sb.String())
 	fmt.Print(sb.String())
 }
 
-// quantile is the nearest-rank q-quantile of d.
-func quantile(d []time.Duration, q float64) time.Duration {
+// durQuantile is the nearest-rank q-quantile of d.
+func durQuantile(d []time.Duration, q float64) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	i := int(float64(len(s))*q+0.5) - 1
