@@ -120,7 +120,9 @@ func (f *fakeDocker) ContainerCreate(context.Context, *container.Config, *contai
 	return container.CreateResponse{ID: id}, nil
 }
 
-func (f *fakeDocker) ContainerStart(context.Context, string, container.StartOptions) error { return nil }
+func (f *fakeDocker) ContainerStart(context.Context, string, container.StartOptions) error {
+	return nil
+}
 
 func (f *fakeDocker) ContainerRemove(_ context.Context, id string, _ container.RemoveOptions) error {
 	f.mu.Lock()
