@@ -352,7 +352,7 @@ func (p *pool) create(k *poolKey, m *member) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	m.created = time.Now()
-	id, err := p.h.createPooled(ctx, k, m)
+	id, err := p.createPooled(ctx, k, m)
 	p.mu.Lock()
 	k.starting--
 	p.starting--
@@ -429,11 +429,12 @@ func (p *pool) drain(ctx context.Context) error {
 }
 
 // createPooled creates and starts the container of pool slot m for key k.
-func (h *Host) createPooled(ctx context.Context, k *poolKey, m *member) (string, error) {
-	keeper := h.pool.opts.MaxIdle + k.tmpl.Resources.Runtime + poolSlack
+func (p *pool) createPooled(ctx context.Context, k *poolKey, m *member) (string, error) {
+	h := p.h
+	keeper := p.opts.MaxIdle + k.tmpl.Resources.Runtime + poolSlack
 	req := k.tmpl
 	req.ExecutionID = exechost.ExecutionID(m.slot)
-	req.Labels = h.pool.opts.Labels
+	req.Labels = p.opts.Labels
 	meta := policy.Meta{Owner: h.owner, ImageID: k.imageID, Deadline: m.created.Add(keeper)}
 	spec := policy.Pooled(h.spec(req, meta), k.key, keeper)
 	resp, err := h.c.ContainerCreate(ctx, spec.Config, spec.HostConfig, spec.Network, nil, spec.Name)
