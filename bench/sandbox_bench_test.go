@@ -346,3 +346,177 @@ func TestHandoffBench(t *testing.T) {
 	t.Log(sb.String())
 	fmt.Print(sb.String())
 }
+
+// TestWarmPoolBench measures one sandboxed step (provision → exec of a
+// tool with 1 KiB JSON on stdin → terminate, no checkpoint) with and
+// without the warm pool, against a bare hardened `docker run --rm -i` of
+// the same image measured in the same run:
+//
+//   - sequential, bare/cold/pooled interleaved, with no gap and with a
+//     250 ms gap between steps (orchestration and checkpoint time); then
+//     pooled steps only, back to back, with a pool of 2; hit rates printed;
+//
+//   - 16 steps at once after the pool had time to fill (a burst): p50 and
+//     p99 of Provision start → the tool's output back (the echo tool
+//     answers as soon as it has read its stdin).
+//
+//     AGENTFLOW_BENCH=1 go test -tags integration -run TestWarmPoolBench -v ./bench/
+func TestWarmPoolBench(t *testing.T) {
+	if os.Getenv("AGENTFLOW_BENCH") != "1" {
+		t.Skip("set AGENTFLOW_BENCH=1 to run the sandbox benchmark")
+	}
+	c, img := benchDocker(t)
+	ctx := t.Context()
+	store, err := sealedStore(t.TempDir())
+	require.NoError(t, err)
+	labels := map[string]string{"agentflow.test": "1"}
+	cold, err := docker.New(docker.Options{Client: c, Store: store})
+	require.NoError(t, err)
+	const burst = 16
+	pooled, err := docker.New(docker.Options{Client: c, Store: store,
+		Pool: docker.PoolOptions{Size: burst, MaxTotal: burst, Creates: 2, Labels: labels}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, pooled.Drain(context.Background())) })
+
+	n := 20
+	if v, err := strconv.Atoi(os.Getenv("AGENTFLOW_BENCH_N")); err == nil && v > 0 {
+		n = v
+	}
+	payload := payload1K()
+	var seq int
+	var seqMu sync.Mutex
+	nextID := func() exechost.ExecutionID {
+		seqMu.Lock()
+		defer seqMu.Unlock()
+		seq++
+		return exechost.ExecutionID(fmt.Sprintf("bench-pool-%d-%d", os.Getpid(), seq))
+	}
+	step := func(host *docker.Host) func() error {
+		return func() error {
+			id := nextID()
+			x, err := host.Provision(ctx, exechost.ProvisionRequest{ExecutionID: id, Image: img.ID, Resources: sandboxLimits, Labels: labels})
+			if err != nil {
+				return err
+			}
+			defer host.Terminate(context.Background(), x.ExecutionID)
+			res, err := host.Exec(ctx, id, exechost.ExecRequest{Command: []string{"/bin/tool"}, Stdin: payload, Timeout: time.Minute})
+			if err != nil {
+				return err
+			}
+			if res.ExitCode != 0 || !bytes.Contains(res.Stdout, []byte(`"text"`)) {
+				return fmt.Errorf("tool: exit %d: %s %s", res.ExitCode, res.Stdout, res.Stderr)
+			}
+			return host.Terminate(ctx, id)
+		}
+	}
+	bare := func() error {
+		cmd := exec.CommandContext(ctx, "docker", "run", "--rm", "-i",
+			"--label", "agentflow.test=1",
+			"--read-only", "--network", "none", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+			"--user", "65532:65532", "--workdir", "/workspace",
+			"--cpus", "1", "--memory", strconv.FormatInt(sandboxLimits.MemoryBytes, 10),
+			"--memory-swap", strconv.FormatInt(sandboxLimits.MemoryBytes, 10),
+			"--pids-limit", strconv.FormatInt(sandboxLimits.Pids, 10), "--shm-size", "1m",
+			"--tmpfs", fmt.Sprintf("/workspace:rw,exec,nosuid,nodev,size=%d,uid=65532,gid=65532,mode=0700", sandboxLimits.DiskBytes),
+			"--tmpfs", "/tmp:rw,noexec,nosuid,nodev,size=67108864,mode=1777",
+			img.ID)
+		cmd.Stdin = bytes.NewReader(payload)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !bytes.Contains(out, []byte(`"text"`)) {
+			return fmt.Errorf("docker run: %v: %s", err, out)
+		}
+		return nil
+	}
+	// waitFull waits until the pool holds want idle sandboxes (not timed).
+	waitFull := func(want int) {
+		require.Eventually(t, func() bool { return pooled.PoolStats().Idle >= want }, 2*time.Minute, 20*time.Millisecond)
+	}
+
+	// Warm up every path once (image layers, page cache); the pooled
+	// host's first step is a miss that teaches it the key.
+	require.NoError(t, bare())
+	require.NoError(t, step(cold)())
+	require.NoError(t, step(pooled)())
+
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\nwarm pool: one step (provision → exec 1 KiB stdin → terminate) vs bare hardened docker run --rm -i (image %s)\n", sandboxBenchImage)
+	fmt.Fprintf(&sb, "%-22s %4s %12s %12s %12s %10s %10s %9s\n", "mode", "n", "bare median", "cold median", "pool median", "cold/bare", "pool/bare", "pool hits")
+	var b0 []time.Duration // the bare steps of the first row, for the ratio of the pool-only row
+	for _, gap := range []time.Duration{0, 250 * time.Millisecond} {
+		waitFull(burst)
+		var b, co, po []time.Duration
+		before := pooled.PoolStats()
+		for range n {
+			// Interleaved, so drift (other load on the machine) hits all three.
+			for _, f := range []struct {
+				fn  func() error
+				out *[]time.Duration
+			}{{bare, &b}, {step(cold), &co}, {step(pooled), &po}} {
+				s := time.Now()
+				require.NoError(t, f.fn())
+				*f.out = append(*f.out, time.Since(s))
+				time.Sleep(gap)
+			}
+		}
+		after := pooled.PoolStats()
+		fmt.Fprintf(&sb, "%-22s %4d %12s %12s %12s %10.2f %10.2f %6d/%d\n", fmt.Sprintf("sequential, gap %s", gap), n,
+			median(b).Round(time.Millisecond), median(co).Round(time.Millisecond), median(po).Round(time.Millisecond),
+			float64(median(co))/float64(median(b)), float64(median(po))/float64(median(b)),
+			after.Hits-before.Hits, (after.Hits+after.Misses)-(before.Hits+before.Misses))
+		if b0 == nil {
+			b0 = b
+		}
+	}
+
+	// A realistic --warm-pool 2, pooled steps only, back to back: the
+	// refill races the next step (the rows above interleave bare and cold
+	// steps, in which the pool refills).
+	small, err := docker.New(docker.Options{Client: c, Store: store,
+		Pool: docker.PoolOptions{Size: 2, Labels: labels}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, small.Drain(context.Background())) })
+	require.NoError(t, step(small)())
+	require.Eventually(t, func() bool { return small.PoolStats().Idle >= 2 }, 2*time.Minute, 20*time.Millisecond)
+	var bb []time.Duration
+	for range n {
+		s := time.Now()
+		require.NoError(t, step(small)())
+		bb = append(bb, time.Since(s))
+	}
+	st := small.PoolStats()
+	fmt.Fprintf(&sb, "%-22s %4d %12s %12s %12s %10s %10.2f %6d/%d\n", "pool 2 only, no gap", n, "", "",
+		median(bb).Round(time.Millisecond), "", float64(median(bb))/float64(median(b0)), st.Hits, st.Hits+st.Misses-1)
+
+	// Bursts of 16: each round starts with a full pool.
+	rounds := max(1, n/10)
+	var b, co, po []time.Duration
+	before := pooled.PoolStats()
+	for range rounds {
+		waitFull(burst)
+		for _, f := range []struct {
+			fn  func() error
+			out *[]time.Duration
+		}{{bare, &b}, {step(cold), &co}, {step(pooled), &po}} {
+			d, _, err := batch(burst, f.fn)
+			require.NoError(t, err)
+			*f.out = append(*f.out, d...)
+		}
+	}
+	after := pooled.PoolStats()
+	fmt.Fprintf(&sb, "\nburst of %d steps at once (%d rounds), Provision start → tool output back:\n", burst, rounds)
+	fmt.Fprintf(&sb, "%-6s %12s %12s %12s %12s %12s %12s %9s\n", "", "bare p50", "bare p99", "cold p50", "cold p99", "pool p50", "pool p99", "pool hits")
+	fmt.Fprintf(&sb, "%-6s %12s %12s %12s %12s %12s %12s %6d/%d\n", "", durQuantile(b, 0.5).Round(time.Millisecond), durQuantile(b, 0.99).Round(time.Millisecond),
+		durQuantile(co, 0.5).Round(time.Millisecond), durQuantile(co, 0.99).Round(time.Millisecond),
+		durQuantile(po, 0.5).Round(time.Millisecond), durQuantile(po, 0.99).Round(time.Millisecond),
+		after.Hits-before.Hits, (after.Hits+after.Misses)-(before.Hits+before.Misses))
+	t.Log(sb.String())
+	fmt.Print(sb.String())
+}
+
+// durQuantile is the nearest-rank q-quantile of d.
+func durQuantile(d []time.Duration, q float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := int(float64(len(s))*q+0.5) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}

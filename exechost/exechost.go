@@ -114,7 +114,10 @@ type ProvisionRequest struct {
 	// values travel in ExecRequest.Secrets.
 	Env map[string]string
 	// Labels are added to the sandbox (for ownership and reaping); keys under
-	// the implementation's own prefix are reserved.
+	// the implementation's own prefix are reserved. A sandbox created before
+	// the request (the Docker host's opt-in warm pool) carries only the
+	// labels its pool was configured with, which the request must include;
+	// its per-request labels are not on it (the host finds it by name).
 	Labels map[string]string
 }
 

@@ -2,9 +2,11 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/docker/docker/api/types/system"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/agentflow/agentflow/exechost/checkpoint"
 	"github.com/agentflow/agentflow/exechost/docker"
 	"github.com/agentflow/agentflow/exechost/gitsource"
+	"github.com/agentflow/agentflow/internal/metrics"
 	"github.com/agentflow/agentflow/internal/objstore"
 )
 
@@ -21,7 +24,7 @@ import (
 // store.
 // The daemon is pinged once here so a worker without Docker fails at start
 // with a clear error instead of failing every step.
-func newDockerBackend(ctx context.Context, cfg Config, store *checkpoint.Sealed) (*Backend, error) {
+func newDockerBackend(ctx context.Context, cfg Config, store *checkpoint.Sealed, m *metrics.Metrics) (*Backend, error) {
 	dc, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
 	if err != nil {
 		return nil, fmt.Errorf("docker client: %w", err)
@@ -54,6 +57,10 @@ func newDockerBackend(ctx context.Context, cfg Config, store *checkpoint.Sealed)
 		PullRegistries: cfg.PullRegistries,
 		Worker:         cfg.Identity,
 		Egress:         egress,
+		// The warm pool (off by default): its sandboxes carry the
+		// worker's sandbox labels, and only steps with those labels (all
+		// of them, from RunStep) are served from it.
+		Pool: docker.PoolOptions{Size: cfg.WarmPool, MaxIdle: cfg.WarmPoolIdle, Labels: cfg.SandboxLabels, OnTake: m.PoolTake},
 	})
 	if err != nil {
 		dc.Close()
@@ -64,13 +71,24 @@ func newDockerBackend(ctx context.Context, cfg Config, store *checkpoint.Sealed)
 	} else {
 		cfg.Logger.Info("git import enabled", "git_roots", cfg.GitRoots)
 	}
+	// From here on a failure drains the pool too (it starts nothing before
+	// the first Provision, so this is quick).
+	closeAll := func() error {
+		dctx, cancel := context.WithTimeout(context.Background(), poolDrainTimeout)
+		defer cancel()
+		err := host.Drain(dctx)
+		return errors.Join(err, dc.Close())
+	}
+	if cfg.WarmPool > 0 {
+		cfg.Logger.Info("warm sandbox pool", "per_key", cfg.WarmPool, "max_idle", cfg.WarmPoolIdle)
+	}
 	if err := runPreflight(ctx, cfg.Preflight, host, cfg.Logger.With("component", "preflight")); err != nil {
-		dc.Close()
+		_ = closeAll()
 		return nil, err
 	}
 	gpu, err := hasGPURuntime(ctx, dc)
 	if err != nil {
-		dc.Close()
+		_ = closeAll()
 		return nil, err
 	}
 	return &Backend{
@@ -90,9 +108,12 @@ func newDockerBackend(ctx context.Context, cfg Config, store *checkpoint.Sealed)
 			}
 			return n, err
 		},
-		Close: dc.Close,
+		Close: closeAll,
 	}, nil
 }
+
+// poolDrainTimeout bounds removing the warm pool when the worker stops.
+const poolDrainTimeout = time.Minute
 
 // CheckpointKeyDir is where a worker without a key file keeps the key it
 // generated: next to the checkpoint directory, not in it, so whoever is

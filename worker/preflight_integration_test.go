@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentflow/agentflow/internal/metrics"
 	"github.com/agentflow/agentflow/internal/testenv"
 )
 
@@ -29,7 +30,7 @@ func TestDockerBackendStartsWithEnforcedPreflight(t *testing.T) {
 			t.Cleanup(stores.Close)
 			checkpoints, _, err := openCheckpoints(cfg, stores.Checkpoints)
 			require.NoError(t, err)
-			b, err := newDockerBackend(t.Context(), cfg, checkpoints)
+			b, err := newDockerBackend(t.Context(), cfg, checkpoints, metrics.New())
 			require.NoError(t, err, "worker must start under %s with the preflight enforced:\n%s", rt, logs.String())
 			t.Cleanup(func() { _ = b.Close() })
 			out := logs.String()

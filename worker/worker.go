@@ -108,6 +108,12 @@ type Config struct {
 	Preflight PreflightMode
 	// Egress: the egress boundary of steps that declare egress.
 	Egress EgressConfig
+	// WarmPool is how many pre-started sandboxes the Docker host keeps per
+	// pool key (worker --warm-pool; 0: no pool); WarmPoolIdle how long one
+	// may wait to be taken (--warm-pool-idle; 0: the host's default). The
+	// pool is drained when the worker stops.
+	WarmPool     int
+	WarmPoolIdle time.Duration
 
 	StopTimeout  time.Duration
 	ReapInterval time.Duration
@@ -245,7 +251,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	backend := cfg.Backend
 	if backend == nil {
-		backend, err = newDockerBackend(ctx, cfg, checkpoints)
+		backend, err = newDockerBackend(ctx, cfg, checkpoints, m)
 		if err != nil {
 			return err
 		}

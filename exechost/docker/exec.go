@@ -42,7 +42,7 @@ func (h *Host) Exec(ctx context.Context, id exechost.ExecutionID, req exechost.E
 	live := exechost.NewLiveStream(req.Stderr)
 	cmd := runner.Command{
 		Argv:      req.Command,
-		Env:       append(policy.ExecEnv(req), e.proxyEnv...),
+		Env:       append(policy.MergeEnv(e.env, policy.ExecEnv(req)), e.proxyEnv...),
 		User:      h.policy.User(),
 		WorkDir:   policy.WorkspaceDir,
 		Stdout:    &stdout,

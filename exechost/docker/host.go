@@ -41,6 +41,7 @@ type Client interface {
 	ContainerStart(ctx context.Context, containerID string, options container.StartOptions) error
 	ContainerInspect(ctx context.Context, containerID string) (container.InspectResponse, error)
 	ContainerWait(ctx context.Context, containerID string, condition container.WaitCondition) (<-chan container.WaitResponse, <-chan error)
+	ContainerRename(ctx context.Context, containerID, newContainerName string) error
 	imageClient
 	egressClient
 }
@@ -85,6 +86,9 @@ type Options struct {
 	// Egress configures the egress boundary of NetworkEgress sandboxes
 	// (egress.go); its zero value refuses every NetworkEgress request.
 	Egress EgressOptions
+	// Pool is the warm pool of pre-started sandboxes (pool.go); its zero
+	// value is off. A host with a pool must be drained (Drain).
+	Pool PoolOptions
 }
 
 // EgressOptions configure the egress boundary: per sandbox, an internal
@@ -132,6 +136,8 @@ type Host struct {
 	egress  EgressOptions
 	roots   egressRoots
 
+	pool *pool // nil: no warm pool
+
 	denyOnce  sync.Once
 	denyAddrs []string // this machine's addresses (egressDenyAddrs)
 
@@ -169,6 +175,12 @@ type execution struct {
 	// every exec of it gets (policy.ProxyEnv).
 	egress   *boundary
 	proxyEnv []string
+	// poolSlot is the pool slot (execution label) of a sandbox taken from
+	// the warm pool (written under both mu and Host.mu); env its provision
+	// env, which such a sandbox gets at every exec instead of in its
+	// configuration.
+	poolSlot string
+	env      []string
 }
 
 // New returns a Host. It does not contact the daemon.
@@ -220,7 +232,7 @@ func New(opts Options) (*Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker host: %w", err)
 	}
-	return &Host{
+	h := &Host{
 		c:       opts.Client,
 		store:   opts.Store,
 		policy:  p,
@@ -240,7 +252,11 @@ func New(opts Options) (*Host, error) {
 		roots:  roots,
 		execs:  make(map[exechost.ExecutionID]*execution),
 		gone:   make(map[exechost.ExecutionID]time.Time),
-	}, nil
+	}
+	if opts.Pool.Size > 0 {
+		h.pool = newPool(h, opts.Pool)
+	}
+	return h, nil
 }
 
 // Owner is the owner label of this host's sandboxes.
@@ -377,6 +393,19 @@ func (h *Host) provision(ctx context.Context, e *execution, req exechost.Provisi
 	}
 	defer imp.Close()
 
+	if id := h.takePooled(ctx, e, req, img.ID); id != "" {
+		// A warm-pool sandbox: its runtime starts now (pool.go).
+		fail := func(err error) (*exechost.Execution, error) {
+			h.remove(context.WithoutCancel(ctx), id)
+			return nil, err
+		}
+		if e.terminated.Load() {
+			return fail(exechost.ErrTerminated)
+		}
+		e.env = policy.ProvisionEnv(req)
+		return h.ready(ctx, e, req, img.ID, id, time.Now().Add(req.Resources.Runtime), imp, start, fail)
+	}
+
 	deadline := time.Now().Add(req.Resources.Runtime)
 	meta := policy.Meta{Owner: h.owner, ImageID: img.ID, Deadline: deadline}
 	spec := h.spec(req, meta)
@@ -440,16 +469,24 @@ func (h *Host) provision(ctx context.Context, e *execution, req exechost.Provisi
 		e.egress = b
 		h.mu.Unlock()
 	}
-	e.imageID, e.image = img.ID, req.Image
+	return h.ready(ctx, e, req, img.ID, id, deadline, imp, start, fail)
+}
+
+// ready finishes a provision whose container id runs: the workspace (imp,
+// prepared before the container existed), the host-side deadline, the
+// record. fail removes what the provision made.
+func (h *Host) ready(ctx context.Context, e *execution, req exechost.ProvisionRequest, imageID, id string,
+	deadline time.Time, imp *workspace.Pending, start time.Time,
+	fail func(error) (*exechost.Execution, error)) (*exechost.Execution, error) {
+	e.imageID, e.image = imageID, req.Image
 	e.resources, e.deadline = req.Resources, deadline
-	if len(layers) > 0 {
-		ictx, cancel := context.WithDeadline(ctx, deadline)
-		res, err := imp.Import(ictx, h.run, id, h.policy.User())
-		cancel()
-		e.inherited = res.Names
-		if err != nil {
-			return fail(importError(req, err))
-		}
+	// An import with nothing to unpack returns at once, without an exec.
+	ictx, cancel := context.WithDeadline(ctx, deadline)
+	res, err := imp.Import(ictx, h.run, id, h.policy.User())
+	cancel()
+	e.inherited = res.Names
+	if err != nil {
+		return fail(importError(req, err))
 	}
 	// The host-side deadline, in case the in-container one does not fire.
 	h.mu.Lock()
@@ -460,7 +497,7 @@ func (h *Host) provision(ctx context.Context, e *execution, req exechost.Provisi
 		return fail(exechost.ErrTerminated)
 	}
 	h.log.Debug("provisioned sandbox", "execution_id", req.ExecutionID, "container_id", id,
-		"image", img.ID, "duration_ms", time.Since(start).Milliseconds())
+		"image", imageID, "pooled", e.poolSlot != "", "duration_ms", time.Since(start).Milliseconds())
 	return e.describe(), nil
 }
 
@@ -491,21 +528,32 @@ func (h *Host) create(ctx context.Context, execID exechost.ExecutionID, spec pol
 		if !errdefs.IsConflict(err) || attempt > 0 {
 			return "", fmt.Errorf("create sandbox: %w", err)
 		}
-		old, ierr := h.c.ContainerInspect(ctx, spec.Name)
-		if errdefs.IsNotFound(ierr) {
-			continue // removed meanwhile (auto-remove)
+		if err := h.replaceLeftover(ctx, execID, spec.Name); err != nil {
+			return "", fmt.Errorf("create sandbox: %w", err)
 		}
-		if ierr != nil {
-			return "", fmt.Errorf("create sandbox: inspect %s: %w", spec.Name, ierr)
-		}
-		if old.Config == nil || old.Config.Labels[policy.LabelManaged] != "true" ||
-			old.Config.Labels[policy.LabelExecution] != string(execID) {
-			return "", fmt.Errorf("create sandbox: name %s is taken by a container agentflow does not manage", spec.Name)
-		}
-		h.log.Info("replacing leftover sandbox", "execution_id", execID, "container_id", old.ID,
-			"owner", old.Config.Labels[policy.LabelOwner])
-		h.remove(ctx, old.ID)
 	}
+}
+
+// replaceLeftover removes the container holding name when it is a sandbox
+// of execID that an earlier attempt (of this or a dead process) left
+// behind: labelled with execID, or a warm-pool sandbox (labelled with its
+// pool slot) that was renamed to execID's name when taken.
+func (h *Host) replaceLeftover(ctx context.Context, execID exechost.ExecutionID, name string) error {
+	old, err := h.c.ContainerInspect(ctx, name)
+	if errdefs.IsNotFound(err) {
+		return nil // removed meanwhile (auto-remove)
+	}
+	if err != nil {
+		return fmt.Errorf("inspect %s: %w", name, err)
+	}
+	if old.Config == nil || old.Config.Labels[policy.LabelManaged] != "true" ||
+		(old.Config.Labels[policy.LabelExecution] != string(execID) && old.Config.Labels[policy.LabelPool] == "") {
+		return fmt.Errorf("name %s is taken by a container agentflow does not manage", name)
+	}
+	h.log.Info("replacing leftover sandbox", "execution_id", execID, "container_id", old.ID,
+		"owner", old.Config.Labels[policy.LabelOwner])
+	h.remove(ctx, old.ID)
+	return nil
 }
 
 func (h *Host) remove(ctx context.Context, id string) {
@@ -630,10 +678,20 @@ func (h *Host) Reap(ctx context.Context, labels map[string]string) ([]Reaped, er
 		Labels: labels,
 		Logger: h.log,
 		Keep: func(id exechost.ExecutionID) bool {
+			// id is an execution, or the pool slot of a pooled sandbox:
+			// idle or starting (the pool's), or taken (an execution's).
+			// A take records the slot on the execution before the pool
+			// forgets it, so one of the two always has it.
 			h.mu.Lock()
-			defer h.mu.Unlock()
 			_, ok := h.execs[id]
-			return ok
+			for _, e := range h.execs {
+				if ok {
+					break
+				}
+				ok = e.poolSlot != "" && e.poolSlot == string(id)
+			}
+			h.mu.Unlock()
+			return ok || (h.pool != nil && h.pool.tracks(string(id)))
 		},
 	})
 }

@@ -53,12 +53,25 @@ func TestDockerHostContract(t *testing.T) {
 	for _, rt := range testenv.Runtimes() {
 		t.Run(rt, func(t *testing.T) {
 			require.NoError(t, docker.CheckRuntime(t.Context(), c, rt), "AGENTFLOW_TEST_RUNTIMES lists %s", rt)
-			dockerHostContract(t, c, rt)
+			dockerHostContract(t, c, rt, docker.PoolOptions{})
 		})
 	}
 }
 
-func dockerHostContract(t *testing.T, c *client.Client, runtime string) {
+// TestDockerHostContractWarmPool runs the contract suite against a Docker
+// host with its warm pool on (exechost/docker pool.go), per runtime: a
+// pooled sandbox keeps every promise a cold one does.
+func TestDockerHostContractWarmPool(t *testing.T) {
+	c := dockerClient(t)
+	for _, rt := range testenv.Runtimes() {
+		t.Run(rt, func(t *testing.T) {
+			require.NoError(t, docker.CheckRuntime(t.Context(), c, rt), "AGENTFLOW_TEST_RUNTIMES lists %s", rt)
+			dockerHostContract(t, c, rt, docker.PoolOptions{Size: 2})
+		})
+	}
+}
+
+func dockerHostContract(t *testing.T, c *client.Client, runtime string, pool docker.PoolOptions) {
 	img, err := c.ImageInspect(t.Context(), baseTag)
 	if errdefs.IsNotFound(err) {
 		t.Fatalf("image %s not found: run `make images` (tools/build-images.sh) first", baseTag)
@@ -71,15 +84,30 @@ func dockerHostContract(t *testing.T, c *client.Client, runtime string) {
 	sealed, err := checkpoint.NewSealed(store, keys, checkpoint.SealedOptions{})
 	require.NoError(t, err)
 	root := gitRoot(t)
+	labels := map[string]string{"agentflow.test": "1", "agentflow.test.suite": suiteLabel}
+	pool.Labels = labels
 	host, err := docker.New(docker.Options{Client: c, Store: sealed, KillGrace: time.Second,
-		Git: gitsource.Config{Roots: []string{root}, MaxEntries: 200}, Runtime: runtime})
+		Git: gitsource.Config{Roots: []string{root}, MaxEntries: 200}, Runtime: runtime, Pool: pool})
 	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, host.Drain(context.Background())) })
+	prefix := fmt.Sprintf("%d-%s-", os.Getpid(), runtime)
+	if pool.Size > 0 {
+		prefix += "pool-"
+	}
 
 	// containerOf finds id's sandbox behind the host's back, by the label
 	// the host puts on it.
+	// A warm-pool sandbox is labelled with its pool slot, not the
+	// execution: it is found by the name it was given when taken.
 	containers := func(ctx context.Context, id exechost.ExecutionID) ([]container.Summary, error) {
-		return c.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+		list, err := c.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
 			filters.Arg("label", policy.LabelExecution+"="+string(id)),
+			filters.Arg("label", "agentflow.test.suite="+suiteLabel))})
+		if err != nil || len(list) > 0 || pool.Size == 0 {
+			return list, err
+		}
+		return c.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+			filters.Arg("name", "^/"+policy.ContainerName(id)+"$"),
 			filters.Arg("label", "agentflow.test.suite="+suiteLabel))})
 	}
 	spy := runner.New(c, runner.Options{})
@@ -87,8 +115,8 @@ func dockerHostContract(t *testing.T, c *client.Client, runtime string) {
 	hosttest.Run(t, hosttest.Harness{
 		Host:     host,
 		Image:    img.ID,
-		Labels:   map[string]string{"agentflow.test": "1", "agentflow.test.suite": suiteLabel},
-		IDPrefix: fmt.Sprintf("%d-%s-", os.Getpid(), runtime),
+		Labels:   labels,
+		IDPrefix: prefix,
 		GitRoot:  root, GitMaxEntries: 200,
 		Probe: func(ctx context.Context, id exechost.ExecutionID, argv []string) ([]byte, int, error) {
 			list, err := containers(ctx, id)
@@ -137,4 +165,9 @@ func dockerHostContract(t *testing.T, c *client.Client, runtime string) {
 			return io.ReadAll(rc)
 		},
 	})
+	if pool.Size > 0 {
+		st := host.PoolStats()
+		t.Logf("warm pool: %d hits, %d misses", st.Hits, st.Misses)
+		require.Positive(t, st.Hits, "the contract ran on pooled sandboxes too")
+	}
 }

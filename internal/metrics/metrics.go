@@ -66,6 +66,9 @@ type Metrics struct {
 	// tool → upstream, in: upstream → tool).
 	EgressConnections *prometheus.CounterVec // tool, decision (allowed|refused)
 	EgressBytes       *prometheus.CounterVec // tool, direction (out|in)
+	// PoolTakes counts poolable provisions by whether the warm pool had
+	// a sandbox ready (result hit|miss).
+	PoolTakes *prometheus.CounterVec
 
 	sdk *sdkCollector
 }
@@ -143,13 +146,17 @@ func New() *Metrics {
 			Name: "agentflow_egress_bytes_total",
 			Help: "Bytes through the egress boundary, by tool and direction (out: to upstreams, in: from them).",
 		}, []string{"tool", "direction"}),
+		PoolTakes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agentflow_sandbox_pool_takes_total",
+			Help: "Provisions the warm sandbox pool could serve, by result (hit: a pre-started sandbox; miss: started cold).",
+		}, []string{"result"}),
 		sdk: newSDKCollector(),
 	}
 	reg.MustRegister(
 		m.RunFinished, m.RunDuration, m.StepDuration, m.ToolInvocations, m.StepRetries,
 		m.AttemptFailures, m.AttemptsAdopted,
 		m.SandboxPhase, m.CheckpointBytes, m.OutputBytes, m.ActiveSandboxes, m.ReapedSandboxes,
-		m.WebhookDeliveries, m.EgressConnections, m.EgressBytes,
+		m.WebhookDeliveries, m.EgressConnections, m.EgressBytes, m.PoolTakes,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.sdk,
@@ -177,6 +184,15 @@ func (m *Metrics) ObservePhase(phase string, d time.Duration, err error) {
 
 // The helpers below are nil-safe so code paths work without metrics
 // (unit tests, tools).
+
+// PoolTake counts one poolable provision (docker.PoolOptions.OnTake).
+func (m *Metrics) PoolTake(hit bool) {
+	result := "miss"
+	if hit {
+		result = "hit"
+	}
+	m.PoolTakes.WithLabelValues(result).Inc()
+}
 
 // SandboxUp and SandboxDown track the active-sandboxes gauge.
 func (m *Metrics) SandboxUp() {

@@ -27,6 +27,11 @@ const (
 	LabelOwner     = "agentflow.owner"
 	LabelDeadline  = "agentflow.deadline" // unix seconds
 	LabelImage     = "agentflow.image"
+	// LabelPool marks a warm-pool sandbox (exechost/docker pool.go): its
+	// value is the pool key. Such a sandbox's execution label names its
+	// pool slot, not an execution: it is renamed to the execution's
+	// container name when a Provision takes it.
+	LabelPool = "agentflow.pool"
 )
 
 // Paths inside the sandbox.
@@ -90,7 +95,7 @@ func New(cfg Config) (*Policy, error) {
 	rules := exechost.Validator{
 		AllowUnpinnedImages: cfg.AllowUnpinnedImages,
 		Max:                 cfg.Max,
-		ReservedLabels:      []string{LabelManaged, LabelExecution, LabelOwner, LabelDeadline, LabelImage},
+		ReservedLabels:      []string{LabelManaged, LabelExecution, LabelOwner, LabelDeadline, LabelImage, LabelPool},
 	}
 	return &Policy{cfg: cfg, uid: uid, gid: gid, rules: rules}, nil
 }

@@ -58,6 +58,9 @@ type workerFlags struct {
 	EgressCAFile         string
 	EgressResolve        []string
 	EgressMaxConnections int
+	// The warm sandbox pool (exechost/docker pool.go).
+	WarmPool     int
+	WarmPoolIdle time.Duration
 }
 
 func (f *workerFlags) register(cmd *cobra.Command) {
@@ -101,6 +104,10 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.EgressResolve, "egress-resolve", nil,
 		"NAME=ADDRESS: the egress proxy resolves NAME to ADDRESS (repeatable; for tests against local upstreams: the address is still checked like any resolved one)")
 	fl.IntVar(&f.EgressMaxConnections, "egress-max-connections", exechost.DefaultEgressConns, "connections one sandbox may open through its egress proxy")
+	fl.IntVar(&f.WarmPool, "warm-pool", 0,
+		"pre-started sandboxes kept per pool key (image and limits of steps seen recently; network none, no GPU, no git workspace), each serving one attempt; 0: off")
+	fl.DurationVar(&f.WarmPoolIdle, "warm-pool-idle", docker.DefaultPoolMaxIdle,
+		fmt.Sprintf("how long a pre-started sandbox may wait to be taken before it is replaced; a pooled sandbox's in-container deadline is this much past its runtime (at most %s)", maxWarmPoolIdle))
 	fl.StringVar(&f.LogLevel, "log-level", "info", "debug|info|warn|error")
 	fl.StringVar(&f.LogFormat, "log-format", "text", "text|json")
 }
@@ -111,6 +118,12 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 	}
 	if f.MaxConcurrentSteps < 1 {
 		return worker.Config{}, usageErr("--max-concurrent-steps must be at least 1")
+	}
+	switch {
+	case f.WarmPool < 0 || f.WarmPool > maxWarmPool:
+		return worker.Config{}, usageErr("--warm-pool must be between 0 and %d", maxWarmPool)
+	case f.WarmPoolIdle < time.Second || f.WarmPoolIdle > maxWarmPoolIdle:
+		return worker.Config{}, usageErr("--warm-pool-idle must be between 1s and %s", maxWarmPoolIdle)
 	}
 	logger, err := newLogger(errOut, f.LogLevel, f.LogFormat)
 	if err != nil {
@@ -174,8 +187,18 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		Runtime:                     f.Runtime,
 		PullRegistries:              f.PullRegistries,
 		Egress:                      egress,
+		WarmPool:                    f.WarmPool,
+		WarmPoolIdle:                f.WarmPoolIdle,
 	}, nil
 }
+
+// Bounds of the warm pool flags: a pooled sandbox's in-container deadline
+// (the backstop with no worker alive) runs --warm-pool-idle past its
+// runtime, so that stays short.
+const (
+	maxWarmPool     = 64
+	maxWarmPoolIdle = 10 * time.Minute
+)
 
 // egressConfig checks the egress flags (usage errors, exit 2).
 func (f *workerFlags) egressConfig() (worker.EgressConfig, error) {

@@ -45,6 +45,10 @@ func TestWorkerAndDevUsageErrors(t *testing.T) {
 		{name: "worker egress ca without certificate", args: []string{"worker", "--egress-ca-file", "/etc/hostname"}, want: "no PEM certificate"},
 		{name: "worker egress zero connections", args: []string{"worker", "--egress-max-connections", "0"}, want: "--egress-max-connections"},
 		{name: "worker egress empty network", args: []string{"worker", "--egress-network", ""}, want: "--egress-network"},
+		{name: "worker negative warm pool", args: []string{"worker", "--warm-pool", "-1"}, want: "--warm-pool"},
+		{name: "worker huge warm pool", args: []string{"worker", "--warm-pool", "1000"}, want: "--warm-pool"},
+		{name: "worker zero warm pool idle", args: []string{"worker", "--warm-pool", "2", "--warm-pool-idle", "0s"}, want: "--warm-pool-idle"},
+		{name: "dev long warm pool idle", args: []string{"dev", "--warm-pool-idle", "1h"}, want: "--warm-pool-idle"},
 		{name: "dev bad address", args: []string{"--address", "no-port", "dev"}, want: "invalid --address"},
 		{name: "dev bad port", args: []string{"--address", "127.0.0.1:http", "dev"}, want: "invalid port"},
 	}
@@ -67,6 +71,8 @@ func TestWorkerHelpListsFlags(t *testing.T) {
 	}
 	require.Contains(t, out.String(), "--git-root")
 	require.Contains(t, out.String(), "--pull-registry")
+	require.Contains(t, out.String(), "--warm-pool")
+	require.Contains(t, out.String(), "--warm-pool-idle")
 	for _, f := range []string{"--egress", "--egress-proxy-image", "--egress-network", "--egress-allow-cidr", "--egress-ca-file", "--egress-resolve", "--egress-max-connections"} {
 		require.Contains(t, out.String(), f)
 	}
