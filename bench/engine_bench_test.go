@@ -85,7 +85,7 @@ func TestEngineStepBench(t *testing.T) {
 	// must run first.
 	t.Cleanup(func() { _ = srv.Stop(15 * time.Second) })
 
-	c := startBenchWorker(t, dc, srv.Address, tmp, 4, benchLabel, labels)
+	c := startBenchWorker(t, dc, srv.Address, tmp, 4, benchLabel, labels, nil)
 
 	// Baseline: a host of our own, the same cycle as TestSandboxCycleBench.
 	store, err := sealedStore(filepath.Join(tmp, "bench-checkpoints"))
@@ -312,29 +312,33 @@ func mean(d []time.Duration) time.Duration {
 }
 
 // startBenchWorker runs an in-process worker (real Docker host, conc steps
-// at once, sandboxes labelled) on the default task queue of the server at
-// address until the test ends, then checks that no sandbox carrying
-// agentflow.bench=label is left; it returns a client of the server.
-func startBenchWorker(t *testing.T, dc *dockerclient.Client, address, tmp string, conc int, label string, labels map[string]string) tclient.Client {
+// at once, sandboxes labelled; mutate, when set, adjusts its
+// configuration, e.g. its task queue) on the server at address until the
+// test ends, then checks that no sandbox carrying agentflow.bench=label is
+// left; it returns a client of the server.
+func startBenchWorker(t *testing.T, dc *dockerclient.Client, address, tmp string, conc int, label string, labels map[string]string,
+	mutate func(*worker.Config)) tclient.Client {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	wctx, stopWorker := context.WithCancel(context.Background())
 	ready := make(chan worker.Ready, 1)
 	done := make(chan error, 1)
-	go func() {
-		done <- worker.Run(wctx, worker.Config{
-			Address:            address,
-			HealthAddr:         "-",
-			MetricsAddr:        "-",
-			MaxConcurrentSteps: conc,
-			CheckpointDir:      filepath.Join(tmp, "worker-checkpoints"),
-			LogDir:             filepath.Join(tmp, "logs"),
-			StopTimeout:        10 * time.Second,
-			Logger:             logger,
-			SandboxLabels:      labels,
-			OnReady:            func(r worker.Ready) { ready <- r },
-		})
-	}()
+	cfg := worker.Config{
+		Address:            address,
+		HealthAddr:         "-",
+		MetricsAddr:        "-",
+		MaxConcurrentSteps: conc,
+		CheckpointDir:      filepath.Join(tmp, "worker-checkpoints"),
+		LogDir:             filepath.Join(tmp, "logs"),
+		StopTimeout:        10 * time.Second,
+		Logger:             logger,
+		SandboxLabels:      labels,
+		OnReady:            func(r worker.Ready) { ready <- r },
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	go func() { done <- worker.Run(wctx, cfg) }()
 	select {
 	case <-ready:
 	case err := <-done:
