@@ -56,7 +56,7 @@ load: temporal ## load harness: 1200 agents × 5 steps on a no-op host vs bare T
 	AGENTFLOW_LOAD=1 $(GO) test -count=1 -tags load -timeout 60m -run 'TestLoad|TestReplayLongHistory' -v ./bench/
 
 .PHONY: chaos
-chaos: temporal images ## chaos suite at issue 11's sizes: faults end to end (100 runs), a 1,000-run burst, chaos at scale (1,200 agents, kill -9 every 30 s, a 60 s Temporal outage); make test runs the e2e part smaller
+chaos: temporal images ## chaos suite at issue 11's sizes: faults end to end (110 runs at once), a 1,000-run burst, chaos at scale (1,200 agents, kill -9 every 30 s, a 60 s Temporal outage); make test runs the e2e part smaller
 	minio=$$(scripts/test-servers.sh minio) && AGENTFLOW_MINIO=$$minio AGENTFLOW_CHAOS_FULL=1 AGENTFLOW_REQUIRE_DOCKER=1 \
 	  $(GO) test -count=1 -tags e2e -timeout 60m -run 'TestChaos|TestEngineWorkerKill9' -v ./tests/
 	AGENTFLOW_LOAD=1 AGENTFLOW_BURST_AGENTS=1000 $(GO) test -count=1 -tags load -timeout 60m -run 'TestChaosAtScale|TestLoadBurst' -v ./bench/

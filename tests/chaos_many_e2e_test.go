@@ -25,14 +25,33 @@ import (
 )
 
 // The chaos cases of issue 11 that need many runs at once. `make chaos`
-// sets AGENTFLOW_CHAOS_FULL=1 for the issue's sizes (100 runs); `make
-// test` (and so .ci/run) runs the same cases smaller, as the CI subset.
+// sets AGENTFLOW_CHAOS_FULL=1 for the issue's sizes (110 runs, so that
+// at least 100 are in flight when the fault comes); `make test` (and so
+// .ci/run) runs the same cases smaller, as the CI subset.
 
 func chaosMany() int {
 	if os.Getenv("AGENTFLOW_CHAOS_FULL") == "1" {
-		return 100
+		return 110
 	}
 	return 16
+}
+
+// submitMany submits n runs of steps() at once (16 starts in flight), so
+// that all are in flight before the first can end.
+func (e *chaosEnv) submitMany(t *testing.T, n int, steps func() []spec.PlanStep) []client.WorkflowRun {
+	t.Helper()
+	runs := make([]client.WorkflowRun, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range runs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			runs[i] = e.submit(t, fmt.Sprintf("%s-%03d", e.queue, i), steps()...)
+		})
+	}
+	wg.Wait()
+	return runs
 }
 
 // appendChain is a two-step run: first writes log.txt, second appends a
@@ -94,10 +113,7 @@ func TestChaosKill9ManyRuns(t *testing.T) {
 	e := newChaos(t, "many", "")
 	e.startWorker(t, "a", "--max-concurrent-steps", "6")
 	e.startWorker(t, "b", "--max-concurrent-steps", "6")
-	runs := make([]client.WorkflowRun, n)
-	for i := range runs {
-		runs[i] = e.submit(t, fmt.Sprintf("%s-%03d", e.queue, i), e.appendChain()...)
-	}
+	runs := e.submitMany(t, n, e.appendChain)
 
 	// Kill a worker while it has a sandbox of its own running and fewer
 	// than half of the runs have ended.
@@ -155,12 +171,11 @@ func TestChaosCancelStorm(t *testing.T) {
 	e := newChaos(t, "cancel", "")
 	e.startWorker(t, "a")
 	e.startWorker(t, "b")
-	runs := make([]client.WorkflowRun, n)
-	for i := range runs {
+	runs := e.submitMany(t, n, func() []spec.PlanStep {
 		s := e.step("long", "testtool", map[string]any{"mode": "sleep", "seconds": 300})
 		s.Timeout = 10 * time.Minute
-		runs[i] = e.submit(t, fmt.Sprintf("%s-%03d", e.queue, i), s)
-	}
+		return []spec.PlanStep{s}
+	})
 	// Both workers' slots (4 each) busy with running tools.
 	require.Eventually(t, func() bool {
 		running := 0
