@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/errdefs"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentflow/agentflow/exechost"
@@ -535,22 +536,40 @@ func TestReaper(t *testing.T) {
 	}
 	future := time.Now().Add(time.Hour)
 	live, _ := e.provision(t, nil)
-	expired := mk("reap-expired", e.host.Owner(), time.Now().Add(-time.Minute), true)
-	deadOwner := mk("reap-dead-owner", fmt.Sprintf("%s:%d:1", hostname, 1<<22+7), future, true)
-	remote := mk("reap-remote", "some-other-host:1:1", future, true)
-	untracked := mk("reap-untracked", e.host.Owner(), future, true)
-	neverStarted := mk("reap-never-started", "some-other-host:1:1", future, false)
+	// Every worker on this daemon reaps every agentflow sandbox (other
+	// test packages run workers at the same time), so the dead owner's
+	// sandbox can be taken by another reaper between its creation and
+	// ours: then the set is made again. "expired" expires only in the
+	// reap's shifted clock, so no real-time reaper takes it.
+	var expired, deadOwner, remote, untracked, neverStarted string
+	var reasons map[string]string
+	for try := 1; ; try++ {
+		expired = mk("reap-expired", e.host.Owner(), time.Now().Add(30*time.Second), true)
+		deadOwner = mk("reap-dead-owner", fmt.Sprintf("%s:%d:1", hostname, 1<<22+7), future, true)
+		remote = mk("reap-remote", "some-other-host:1:1", future, true)
+		untracked = mk("reap-untracked", e.host.Owner(), future, true)
+		neverStarted = mk("reap-never-started", "some-other-host:1:1", future, false)
 
-	reaped, err := docker.Reap(ctx, e.c, docker.ReapOptions{Owner: e.host.Owner(), Labels: map[string]string{"agentflow.test.suite": suiteLabel},
-		Now:  func() time.Time { return time.Now().Add(90 * time.Second) },
-		Keep: func(id exechost.ExecutionID) bool { return id == live.ExecutionID }})
-	require.NoError(t, err)
-	// 90 s later: the never-started one is past its grace, and no deadline
-	// but that of "expired" has passed.
-	t.Logf("reaped: %+v", reaped)
-	reasons := map[string]string{}
-	for _, r := range reaped {
-		reasons[r.ContainerID] = r.Reason
+		reaped, err := docker.Reap(ctx, e.c, docker.ReapOptions{Owner: e.host.Owner(), Labels: map[string]string{"agentflow.test.suite": suiteLabel},
+			Now:  func() time.Time { return time.Now().Add(90 * time.Second) },
+			Keep: func(id exechost.ExecutionID) bool { return id == live.ExecutionID }})
+		require.NoError(t, err)
+		// 90 s later: the never-started one is past its grace, and no
+		// deadline but that of "expired" has passed.
+		t.Logf("reaped: %+v", reaped)
+		reasons = map[string]string{}
+		for _, r := range reaped {
+			reasons[r.ContainerID] = r.Reason
+		}
+		if _, ok := reasons[deadOwner]; ok || try == 3 {
+			break
+		}
+		_, ierr := e.c.ContainerInspect(ctx, deadOwner)
+		if !errdefs.IsNotFound(ierr) {
+			break // still there and not reaped: the assertions below say so
+		}
+		t.Logf("another reaper on this daemon took the dead owner's sandbox first; again (try %d)", try)
+		_ = e.c.ContainerRemove(ctx, remote, container.RemoveOptions{Force: true})
 	}
 	require.Equal(t, "deadline", reasons[expired])
 	require.Equal(t, "owner_gone", reasons[deadOwner])
@@ -560,7 +579,7 @@ func TestReaper(t *testing.T) {
 	require.Len(t, e.containersOf(t, live.ExecutionID), 1, "live sandboxes stay")
 
 	// Host.Reap keeps what this host tracks.
-	_, err = e.host.Reap(ctx, map[string]string{"agentflow.test.suite": suiteLabel})
+	_, err := e.host.Reap(ctx, map[string]string{"agentflow.test.suite": suiteLabel})
 	require.NoError(t, err)
 	require.Len(t, e.containersOf(t, live.ExecutionID), 1)
 	_ = e.c.ContainerRemove(ctx, remote, container.RemoveOptions{Force: true})
