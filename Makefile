@@ -47,7 +47,7 @@ lint: ## gofmt + go vet + go.mod/go.sum tidy
 	@out=$$($(GO) mod tidy -diff 2>&1) || { echo "go.mod/go.sum not tidy (run go mod tidy):"; echo "$$out"; exit 1; }
 
 .PHONY: bench
-bench: images ## benchmarks with in-run baselines (see docs/BENCHMARKS.md; builds the MinIO test server once)
+bench: temporal images ## benchmarks with in-run baselines (see docs/BENCHMARKS.md; builds the MinIO test server once)
 	$(GO) test -run '^$$' -bench . -benchmem ./bench/...
 	minio=$$(scripts/test-servers.sh minio) && AGENTFLOW_MINIO=$$minio AGENTFLOW_BENCH=1 $(GO) test -count=1 -tags integration -run 'Bench' -v ./bench/...
 

@@ -440,33 +440,6 @@ func quantile(sorted []float64, q float64) float64 {
 	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
 }
 
-// procCPU is a process's user+system CPU seconds (/proc/<pid>/stat).
-func procCPU(t *testing.T, pid int) float64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	require.NoError(t, err)
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
-	utime, _ := strconv.ParseFloat(f[11], 64) // field 14
-	stime, _ := strconv.ParseFloat(f[12], 64) // field 15
-	cutime, _ := strconv.ParseFloat(f[13], 64)
-	cstime, _ := strconv.ParseFloat(f[14], 64)
-	return (utime + stime + cutime + cstime) / 100 // USER_HZ
-}
-
-// procPeakRSS is a process's peak resident set (VmHWM), in MiB.
-func procPeakRSS(t *testing.T, pid int) float64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	require.NoError(t, err)
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb / 1024
-		}
-	}
-	return 0
-}
-
 func report(t *testing.T, cfg loadConfig, rs []loadResult) {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\nload: %d agents × %d steps, %d starts in flight, %d activity slots per worker\n", cfg.Agents, cfg.Steps, cfg.InFlight, cfg.Concurrency)
