@@ -17,7 +17,7 @@ import (
 // The warm pool keeps fresh, never-used, started sandboxes per pool key so
 // a Provision can take one instead of creating and starting a container
 // (most of a step's cost). Opt-in (PoolOptions.Size > 0); docs/DECISIONS.md
-// 148 explains the rules:
+// 153 explains the rules:
 //
 //   - A key is the image ID plus everything of the container configuration
 //     the request determines (limits, tmpfs size, runtime, user, network
