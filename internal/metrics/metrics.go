@@ -187,6 +187,9 @@ func (m *Metrics) ObservePhase(phase string, d time.Duration, err error) {
 
 // PoolTake counts one poolable provision (docker.PoolOptions.OnTake).
 func (m *Metrics) PoolTake(hit bool) {
+	if m == nil {
+		return
+	}
 	result := "miss"
 	if hit {
 		result = "hit"

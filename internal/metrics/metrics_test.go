@@ -82,4 +82,5 @@ agentflow_step_attempts_adopted_total{tool="echo:1"} 1
 	nilM.ObservePhase(PhaseExec, time.Second, nil) // nil-safe for tests without metrics
 	nilM.AttemptFailed("t", FailureTool, "ToolFailed")
 	nilM.AttemptAdopted("t")
+	nilM.PoolTake(true)
 }
