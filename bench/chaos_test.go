@@ -107,7 +107,8 @@ func TestChaosAtScale(t *testing.T) {
 	faultsDone := make(chan struct{})
 	var closed atomic.Int64 // the latest count of closed runs
 	var kills atomic.Int64
-	var outageStart, outageEnd time.Time
+	var outageStart, outageEnd time.Time // read after faults.Wait
+	var outageOver atomic.Bool
 	var faults sync.WaitGroup
 	faults.Go(func() {
 		tick := time.NewTicker(killEvery)
@@ -138,6 +139,7 @@ func TestChaosAtScale(t *testing.T) {
 		time.Sleep(outage)
 		startServer()
 		outageEnd = time.Now()
+		outageOver.Store(true)
 		t.Logf("chaos: Temporal back at %s", time.Since(t0).Round(time.Second))
 	})
 
@@ -174,7 +176,7 @@ func TestChaosAtScale(t *testing.T) {
 		cancel()
 		if err == nil {
 			closed.Store(resp.GetCount())
-			if resp.GetCount() >= int64(agents) && !outageEnd.IsZero() {
+			if resp.GetCount() >= int64(agents) && outageOver.Load() {
 				break
 			}
 		}
