@@ -155,3 +155,43 @@ func TestChaosWorkerSIGTERMPastDrain(t *testing.T) {
 	e.requireNoSandboxes(t, id, time.Minute)
 	require.Contains(t, victim.log(), `msg="worker stopped`) // "worker stopped" or "…; running steps were handed back"
 }
+
+// TestChaosWorkerSIGTERMFinishes: the graceful half of a worker stop. A
+// worker stopped while its step runs, with a stop timeout longer than the
+// step, finishes that attempt and reports it before it exits 0: the step
+// succeeds on its first attempt, on that worker, without a sandbox left
+// behind, and the run goes on on a worker started after the first one
+// exited.
+func TestChaosWorkerSIGTERMFinishes(t *testing.T) {
+	e := newChaos(t, "sigterm-finish", "")
+	a := e.startWorker(t, "a", "--stop-timeout", "2m")
+	id := e.queue + "-run"
+	// hold sleeps, so the signal comes mid-step; write and check run on
+	// the next worker, check reading what write left in the workspace.
+	hold := e.step("hold", "testtool", map[string]any{"mode": "sleep", "seconds": 8})
+	write := e.step("write", "wsfile", map[string]any{"write": map[string]any{"a.txt": "from write"}}, "hold")
+	check := e.step("check", "wsfile", map[string]any{"read": []any{"a.txt"}, "strict": true}, "write")
+	run := e.submit(t, id, hold, write, check)
+
+	r := e.waitToolRunning(t, id, "hold")
+	require.Equal(t, "a", r.worker)
+	a.signal(t, syscall.SIGTERM)
+	require.NoError(t, a.waitExit(t, 2*time.Minute), "a stopped worker exits 0")
+	require.True(t, a.ranStep(id, "hold"), "the stopping worker did not finish its running step:\n%s", a.log())
+	require.Empty(t, e.workerContainers(t, "a"), "the stopped worker left a sandbox")
+
+	// The run goes on once another worker polls the queue.
+	e.startWorker(t, "b")
+	st := e.waitRun(t, run)
+	require.Equal(t, workflows.RunSucceeded, st.Status)
+	rec := stepRecord(t, st, "hold")
+	require.Equal(t, workflows.StepSuccess, rec.Status)
+	require.EqualValues(t, 1, rec.Attempts, "the step was finished by the stopping worker, not retried")
+	atts := e.stepAttempts(t, id, run.GetRunID(), "hold")
+	require.Len(t, atts, 1)
+	require.Equal(t, "completed", atts[0].Outcome)
+	require.True(t, e.worker(t, "b").ranStep(id, "check"))
+	files, _ := stepRecord(t, st, "check").Output["files"].(map[string]any)
+	require.Equal(t, "from write", files["a.txt"])
+	e.requireNoSandboxes(t, id, time.Minute)
+}
