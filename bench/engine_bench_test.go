@@ -21,7 +21,6 @@ import (
 	"github.com/stretchr/testify/require"
 	tclient "go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/agentflow/agentflow/exechost"
 	"github.com/agentflow/agentflow/exechost/docker"
@@ -106,30 +105,7 @@ func TestEngineStepBench(t *testing.T) {
 	// step with dependencies gets). The caller deletes the returned
 	// checkpoint.
 	cycle := func(from ...exechost.CheckpointID) (exechost.CheckpointID, error) {
-		id := nextID()
-		ws := exechost.Workspace{Checkpoints: from}
-		x, err := host.Provision(ctx, exechost.ProvisionRequest{ExecutionID: id, Image: img.ID, Workspace: ws,
-			Resources: sandboxLimits, Labels: labels})
-		if err != nil {
-			return "", err
-		}
-		defer host.Terminate(context.Background(), x.ExecutionID)
-		res, err := host.Exec(ctx, id, exechost.ExecRequest{Command: []string{"/bin/tool"}, Stdin: payload, Timeout: time.Minute})
-		if err != nil {
-			return "", err
-		}
-		if res.ExitCode != 0 || !strings.Contains(string(res.Stdout), `"text"`) {
-			return "", fmt.Errorf("tool: exit %d: %s %s", res.ExitCode, res.Stdout, res.Stderr)
-		}
-		ck, err := host.Checkpoint(ctx, id, exechost.CheckpointRequest{})
-		if err != nil {
-			return "", err
-		}
-		if err := host.Terminate(ctx, id); err != nil {
-			_ = store.Delete(context.Background(), ck.CheckpointID)
-			return "", err
-		}
-		return ck.CheckpointID, nil
+		return echoCycle(ctx, host, store, nextID(), img.ID, labels, payload, from...)
 	}
 	// plain is the sandbox bench's "ours": a fresh workspace, checkpoint
 	// discarded.
@@ -142,21 +118,8 @@ func TestEngineStepBench(t *testing.T) {
 	}
 	// Steps get the same input (the payload's object) and limits as the
 	// baseline cycle.
-	text := strings.Repeat("x", 1024-11)
-	limits := spec.Resources{NanoCPUs: sandboxLimits.NanoCPUs, MemoryBytes: sandboxLimits.MemoryBytes,
-		DiskBytes: sandboxLimits.DiskBytes, Pids: sandboxLimits.Pids, MaxOutputBytes: sandboxLimits.MaxOutputBytes}
-	step := func(id string, deps ...string) spec.PlanStep {
-		return spec.PlanStep{ID: id, Tool: "echo:1.0", Image: img.ID, Inputs: map[string]any{"text": text},
-			DependsOn: deps, ExplicitDependsOn: deps, Timeout: sandboxLimits.Runtime, Resources: limits}
-	}
-	linear := spec.Plan{SchemaVersion: spec.PlanSchemaVersion, Name: "bench-linear", Version: "1.0.0"}
-	for i := range n {
-		var deps []string
-		if i > 0 {
-			deps = []string{fmt.Sprintf("s%d", i-1)}
-		}
-		linear.Steps = append(linear.Steps, step(fmt.Sprintf("s%d", i), deps...))
-	}
+	step := func(id string, deps ...string) spec.PlanStep { return echoStep(img.ID, id, deps...) }
+	linear := echoChain("bench-linear", img.ID, n)
 	fanout := spec.Plan{SchemaVersion: spec.PlanSchemaVersion, Name: "bench-fanout", Version: "1.0.0",
 		Steps: []spec.PlanStep{step("root")}}
 	var children []string
@@ -174,16 +137,7 @@ func TestEngineStepBench(t *testing.T) {
 		runSeq++
 		id := fmt.Sprintf("%s-%s-%d", benchLabel, p.Name, runSeq)
 		start := time.Now()
-		run, err := c.ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{
-			ID:        id,
-			TaskQueue: workflows.TaskQueue,
-			Memo:      map[string]any{workflows.MemoSpecName: p.Name, workflows.MemoSpecVersion: p.Version},
-			TypedSearchAttributes: temporal.NewSearchAttributes(
-				temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrAgentName).ValueSet(id),
-				temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrSpec).ValueSet(p.Name),
-				temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrStatus).ValueSet(workflows.RunPending),
-			),
-		}, workflows.WorkflowName, workflows.Input{Plan: p})
+		run, err := startAgent(ctx, c, workflows.TaskQueue, id, p)
 		require.NoError(t, err)
 		var res workflows.Result
 		require.NoError(t, run.Get(ctx, &res))

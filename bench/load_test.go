@@ -133,15 +133,7 @@ func buildLoadWorker(t *testing.T, dir string) string {
 
 // startAgent starts an AgentWorkflow run of plan as the CLI does.
 func (e *loadEnv) startAgent(ctx context.Context, id, queue string, plan spec.Plan) (tclient.WorkflowRun, error) {
-	return e.c.ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{
-		ID: id, TaskQueue: queue,
-		Memo: map[string]any{workflows.MemoSpecName: plan.Name, workflows.MemoSpecVersion: plan.Version},
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrAgentName).ValueSet(id),
-			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrSpec).ValueSet(plan.Name),
-			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrStatus).ValueSet(workflows.RunPending),
-		),
-	}, workflows.WorkflowName, workflows.Input{Plan: plan})
+	return startAgent(ctx, e.c, queue, id, plan)
 }
 
 type loadConfig struct {

@@ -109,24 +109,7 @@ func TestSandboxCycleBench(t *testing.T) {
 		defer store.Delete(context.Background(), ck.CheckpointID)
 		return host.Terminate(ctx, id)
 	}
-	bare := func() error {
-		cmd := exec.CommandContext(ctx, "docker", "run", "--rm", "-i",
-			"--label", "agentflow.test=1",
-			"--read-only", "--network", "none", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
-			"--user", "65532:65532", "--workdir", "/workspace",
-			"--cpus", "1", "--memory", strconv.FormatInt(sandboxLimits.MemoryBytes, 10),
-			"--memory-swap", strconv.FormatInt(sandboxLimits.MemoryBytes, 10),
-			"--pids-limit", strconv.FormatInt(sandboxLimits.Pids, 10), "--shm-size", "1m",
-			"--tmpfs", fmt.Sprintf("/workspace:rw,exec,nosuid,nodev,size=%d,uid=65532,gid=65532,mode=0700", sandboxLimits.DiskBytes),
-			"--tmpfs", "/tmp:rw,noexec,nosuid,nodev,size=67108864,mode=1777",
-			img.ID)
-		cmd.Stdin = bytes.NewReader(payload)
-		out, err := cmd.CombinedOutput()
-		if err != nil || !bytes.Contains(out, []byte(`"text"`)) {
-			return fmt.Errorf("docker run: %v: %s", err, out)
-		}
-		return nil
-	}
+	bare := func() error { return bareDockerRun(ctx, img.ID, payload) }
 
 	// Warm up both paths once (image layers, page cache).
 	require.NoError(t, ours())
@@ -409,24 +392,7 @@ func TestWarmPoolBench(t *testing.T) {
 			return host.Terminate(ctx, id)
 		}
 	}
-	bare := func() error {
-		cmd := exec.CommandContext(ctx, "docker", "run", "--rm", "-i",
-			"--label", "agentflow.test=1",
-			"--read-only", "--network", "none", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
-			"--user", "65532:65532", "--workdir", "/workspace",
-			"--cpus", "1", "--memory", strconv.FormatInt(sandboxLimits.MemoryBytes, 10),
-			"--memory-swap", strconv.FormatInt(sandboxLimits.MemoryBytes, 10),
-			"--pids-limit", strconv.FormatInt(sandboxLimits.Pids, 10), "--shm-size", "1m",
-			"--tmpfs", fmt.Sprintf("/workspace:rw,exec,nosuid,nodev,size=%d,uid=65532,gid=65532,mode=0700", sandboxLimits.DiskBytes),
-			"--tmpfs", "/tmp:rw,noexec,nosuid,nodev,size=67108864,mode=1777",
-			img.ID)
-		cmd.Stdin = bytes.NewReader(payload)
-		out, err := cmd.CombinedOutput()
-		if err != nil || !bytes.Contains(out, []byte(`"text"`)) {
-			return fmt.Errorf("docker run: %v: %s", err, out)
-		}
-		return nil
-	}
+	bare := func() error { return bareDockerRun(ctx, img.ID, payload) }
 	// waitFull waits until the pool holds want idle sandboxes (not timed).
 	waitFull := func(want int) {
 		require.Eventually(t, func() bool { return pooled.PoolStats().Idle >= want }, 2*time.Minute, 20*time.Millisecond)

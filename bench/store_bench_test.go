@@ -22,7 +22,6 @@ import (
 	"github.com/stretchr/testify/require"
 	tclient "go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/agentflow/agentflow/exechost"
 	"github.com/agentflow/agentflow/exechost/checkpoint"
@@ -244,36 +243,13 @@ func TestEngineStoreBench(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 
-	text := strings.Repeat("x", 1024-11)
-	limits := spec.Resources{NanoCPUs: sandboxLimits.NanoCPUs, MemoryBytes: sandboxLimits.MemoryBytes,
-		DiskBytes: sandboxLimits.DiskBytes, Pids: sandboxLimits.Pids, MaxOutputBytes: sandboxLimits.MaxOutputBytes}
-	plan := func(steps int) spec.Plan {
-		p := spec.Plan{SchemaVersion: spec.PlanSchemaVersion, Name: "bench-store", Version: "1.0.0"}
-		for i := range steps {
-			var deps []string
-			if i > 0 {
-				deps = []string{fmt.Sprintf("s%d", i-1)}
-			}
-			p.Steps = append(p.Steps, spec.PlanStep{ID: fmt.Sprintf("s%d", i), Tool: "echo:1.0", Image: img.ID,
-				Inputs: map[string]any{"text": text}, DependsOn: deps, ExplicitDependsOn: deps,
-				Timeout: sandboxLimits.Runtime, Resources: limits})
-		}
-		return p
-	}
+	plan := func(steps int) spec.Plan { return echoChain("bench-store", img.ID, steps) }
 	var runSeq int
 	runPlan := func(queue string, p spec.Plan) (time.Duration, []time.Duration) {
 		runSeq++
 		id := fmt.Sprintf("%s-%d", queue, runSeq)
 		start := time.Now()
-		run, err := c.ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{
-			ID: id, TaskQueue: queue,
-			Memo: map[string]any{workflows.MemoSpecName: p.Name, workflows.MemoSpecVersion: p.Version},
-			TypedSearchAttributes: temporal.NewSearchAttributes(
-				temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrAgentName).ValueSet(id),
-				temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrSpec).ValueSet(p.Name),
-				temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrStatus).ValueSet(workflows.RunPending),
-			),
-		}, workflows.WorkflowName, workflows.Input{Plan: p})
+		run, err := startAgent(ctx, c, queue, id, p)
 		require.NoError(t, err)
 		var res workflows.Result
 		require.NoError(t, run.Get(ctx, &res))

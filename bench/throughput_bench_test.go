@@ -15,12 +15,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 	tclient "go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/agentflow/agentflow/exechost"
 	"github.com/agentflow/agentflow/exechost/docker"
 	"github.com/agentflow/agentflow/internal/devserver"
-	"github.com/agentflow/agentflow/internal/spec"
 	"github.com/agentflow/agentflow/internal/testenv"
 	"github.com/agentflow/agentflow/worker"
 	"github.com/agentflow/agentflow/workflows"
@@ -89,24 +87,7 @@ func TestEngineThroughputBench(t *testing.T) {
 		seq++
 		id := exechost.ExecutionID(fmt.Sprintf("%s-%d", label, seq))
 		seqMu.Unlock()
-		x, err := host.Provision(ctx, exechost.ProvisionRequest{ExecutionID: id, Image: img.ID,
-			Workspace: exechost.Workspace{Checkpoints: from}, Resources: sandboxLimits, Labels: labels})
-		if err != nil {
-			return "", err
-		}
-		defer host.Terminate(context.Background(), x.ExecutionID)
-		res, err := host.Exec(ctx, id, exechost.ExecRequest{Command: []string{"/bin/tool"}, Stdin: payload, Timeout: time.Minute})
-		if err != nil {
-			return "", err
-		}
-		if res.ExitCode != 0 {
-			return "", fmt.Errorf("tool: exit %d: %s", res.ExitCode, res.Stderr)
-		}
-		ck, err := host.Checkpoint(ctx, id, exechost.CheckpointRequest{})
-		if err != nil {
-			return "", err
-		}
-		return ck.CheckpointID, host.Terminate(ctx, id)
+		return echoCycle(ctx, host, store, id, img.ID, labels, payload, from...)
 	}
 	// chains runs n chains of k cycles with conc cycles at once (a slot
 	// per cycle, as a worker's step slots); restore makes each cycle of a
@@ -149,33 +130,13 @@ func TestEngineThroughputBench(t *testing.T) {
 		return time.Since(start)
 	}
 
-	text := strings.Repeat("x", 1024-11)
-	limits := spec.Resources{NanoCPUs: sandboxLimits.NanoCPUs, MemoryBytes: sandboxLimits.MemoryBytes,
-		DiskBytes: sandboxLimits.DiskBytes, Pids: sandboxLimits.Pids, MaxOutputBytes: sandboxLimits.MaxOutputBytes}
-	plan := spec.Plan{SchemaVersion: spec.PlanSchemaVersion, Name: "bench-throughput", Version: "1.0.0"}
-	for i := range steps {
-		var deps []string
-		if i > 0 {
-			deps = []string{fmt.Sprintf("s%d", i-1)}
-		}
-		plan.Steps = append(plan.Steps, spec.PlanStep{ID: fmt.Sprintf("s%d", i), Tool: "echo:1.0", Image: img.ID,
-			Inputs: map[string]any{"text": text}, DependsOn: deps, ExplicitDependsOn: deps,
-			Timeout: sandboxLimits.Runtime, Resources: limits})
-	}
+	plan := echoChain("bench-throughput", img.ID, steps)
 	engine := func(queue string, n int) time.Duration {
 		start := time.Now()
 		runs := make([]tclient.WorkflowRun, n)
 		for i := range n {
 			id := fmt.Sprintf("%s-%d-%d", label, time.Now().UnixNano(), i)
-			run, err := c.ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{
-				ID: id, TaskQueue: queue,
-				Memo: map[string]any{workflows.MemoSpecName: plan.Name, workflows.MemoSpecVersion: plan.Version},
-				TypedSearchAttributes: temporal.NewSearchAttributes(
-					temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrAgentName).ValueSet(id),
-					temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrSpec).ValueSet(plan.Name),
-					temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrStatus).ValueSet(workflows.RunPending),
-				),
-			}, workflows.WorkflowName, workflows.Input{Plan: plan})
+			run, err := startAgent(ctx, c, queue, id, plan)
 			require.NoError(t, err)
 			runs[i] = run
 		}
