@@ -28,7 +28,15 @@ build() { # name module version binary
     tmp=$(mktemp -d "$dir/.build-XXXXXX")
     trap 'rm -rf "$tmp"' EXIT
     echo "test-servers: building $2@$3 (once) into $dir" >&2
-    CGO_ENABLED=0 GOBIN="$tmp" GOFLAGS="${GOFLAGS:-} -buildvcs=false" go install "$2@$3"
+    # The module proxy sometimes times out (TLS handshake) on a cold
+    # machine: a few tries, since a failed build fails the whole CI run.
+    local try
+    for try in 1 2 3; do
+      CGO_ENABLED=0 GOBIN="$tmp" GOFLAGS="${GOFLAGS:-} -buildvcs=false" go install "$2@$3" && break
+      [ "$try" -lt 3 ] || { echo "test-servers: building $2@$3 failed 3 times" >&2; return 1; }
+      echo "test-servers: building $2@$3 failed (try $try), retrying" >&2
+      sleep $((try * 10))
+    done
     mv "$tmp/$4" "$bin"
     rm -rf "$tmp"
     trap - EXIT

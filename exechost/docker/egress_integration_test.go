@@ -551,11 +551,14 @@ func TestEgressTeardown(t *testing.T) {
 		ee.requireBoundaryGone(t, id)
 	})
 	t.Run("deadline", func(t *testing.T) {
-		id := mk(ee.host, 3*time.Second)
+		// The runtime must outlast provisioning (proxy, network, sandbox)
+		// on a loaded CI machine under runsc: the deadline is what this
+		// case is about, not provisioning racing it.
+		id := mk(ee.host, 12*time.Second)
 		require.Eventually(t, func() bool {
 			nets, _ := ee.c.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("label", policy.LabelExecution+"="+string(id)))})
 			return len(ee.containersOf(t, id)) == 0 && len(nets) == 0
-		}, 30*time.Second, 200*time.Millisecond, "the host's deadline removes sandbox, proxy and network")
+		}, 90*time.Second, 200*time.Millisecond, "the host's deadline removes sandbox, proxy and network")
 	})
 	t.Run("dead worker, reaper", func(t *testing.T) {
 		dead, err := docker.New(docker.Options{Client: ee.c, Store: ee.sealed, Owner: "dead-worker:1:1:1", Runtime: sandboxRuntime,

@@ -221,7 +221,9 @@ func TestDeadlineKillsToolAndContainer(t *testing.T) {
 		e.requireGone(t, x.ExecutionID)
 	})
 	t.Run("sandbox runtime", func(t *testing.T) {
-		x, _ := e.provision(t, func(r *exechost.ProvisionRequest) { r.Resources.Runtime = 2 * time.Second })
+		// Long enough that a slow provision (runsc, a loaded machine) is
+		// not mistaken for the deadline.
+		x, _ := e.provision(t, func(r *exechost.ProvisionRequest) { r.Resources.Runtime = 6 * time.Second })
 		_, err := e.host.Exec(t.Context(), x.ExecutionID, exechost.ExecRequest{Command: []string{"sleep", "300"}})
 		require.ErrorIs(t, err, exechost.ErrTimeout)
 		e.requireGone(t, x.ExecutionID)
