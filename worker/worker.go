@@ -29,6 +29,8 @@ import (
 	"github.com/agentflow/agentflow/internal/metrics"
 	"github.com/agentflow/agentflow/internal/registry"
 	"github.com/agentflow/agentflow/internal/secrets"
+	"github.com/agentflow/agentflow/internal/temporalconn"
+	"github.com/agentflow/agentflow/internal/temporalconn/sdkconn"
 	"github.com/agentflow/agentflow/workflows"
 )
 
@@ -60,6 +62,8 @@ const (
 type Config struct {
 	Address   string // host:port of the Temporal frontend
 	Namespace string
+	// Security: TLS, mutual TLS, API key (internal/temporalconn).
+	Security  temporalconn.Security
 	TaskQueue string
 
 	HealthAddr  string // "" → DefaultHealthAddr; "-" disables
@@ -384,6 +388,9 @@ func dial(ctx context.Context, cfg Config, m *metrics.Metrics) (client.Client, e
 		Logger:         tlog.NewStructuredLogger(cfg.Logger.With("component", "temporal")),
 		MetricsHandler: m.TemporalHandler(),
 	}
+	if err := sdkconn.Apply(cfg.Security, &opts); err != nil {
+		return nil, err
+	}
 	deadline := time.Now().Add(cfg.DialTimeout)
 	backoff := 250 * time.Millisecond
 	for {
@@ -393,8 +400,11 @@ func dial(ctx context.Context, cfg Config, m *metrics.Metrics) (client.Client, e
 		if err == nil {
 			return c, nil
 		}
-		if ctx.Err() != nil || time.Now().After(deadline) {
-			return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", cfg.Address, cfg.Namespace, err)
+		// A TLS mismatch (wrong CA, no client certificate, plaintext
+		// against TLS) does not heal by waiting: fail at once, saying so.
+		explained := cfg.Security.Explain(err)
+		if ctx.Err() != nil || time.Now().After(deadline) || explained != err {
+			return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", cfg.Address, cfg.Namespace, explained)
 		}
 		cfg.Logger.Warn("Temporal not reachable yet, retrying", "address", cfg.Address, "error", err)
 		select {

@@ -165,6 +165,7 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 	return worker.Config{
 		Address:                     opts.Address,
 		Namespace:                   opts.Namespace,
+		Security:                    opts.Security,
 		TaskQueue:                   f.TaskQueue,
 		HealthAddr:                  f.HealthAddr,
 		MetricsAddr:                 f.MetricsAddr,
