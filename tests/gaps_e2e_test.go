@@ -182,23 +182,6 @@ outputs:
 		e.requireNoContainers(t, id)
 	})
 
-	t.Run("gpu step on a GPU-less host fails under gpu-policy require", func(t *testing.T) {
-		id := "e2e-gpu-require-" + suffix
-		s := e.step("needs_gpu", "testtool", map[string]any{"mode": "ok"})
-		s.Resources.GPUs = 1
-		s.Retries = 2 // a policy failure must not retry
-		_, err := e.wait(t, e.start(t, id, plan("e2e-gpu-require", s), nil))
-		require.Error(t, err)
-		st := e.status(t, id)
-		require.Equal(t, workflows.RunFailed, st.Status)
-		r := stepRecord(t, st, "needs_gpu")
-		require.Equal(t, workflows.StepFailed, r.Status)
-		require.Equal(t, int32(1), r.Attempts)
-		require.Contains(t, r.Error, "no GPU runtime")
-		require.Contains(t, r.Error, "--gpu-policy ignore")
-		require.Empty(t, e.containers(t, id))
-	})
-
 	// The seed specs resolve tools through the registry, as `make run` does.
 	t.Run("register the seed tools", func(t *testing.T) {
 		for _, en := range seedImages(t) {

@@ -29,6 +29,8 @@ import (
 	"github.com/agentflow/agentflow/internal/metrics"
 	"github.com/agentflow/agentflow/internal/registry"
 	"github.com/agentflow/agentflow/internal/secrets"
+	"github.com/agentflow/agentflow/internal/temporalconn"
+	"github.com/agentflow/agentflow/internal/temporalconn/sdkconn"
 	"github.com/agentflow/agentflow/workflows"
 )
 
@@ -60,6 +62,8 @@ const (
 type Config struct {
 	Address   string // host:port of the Temporal frontend
 	Namespace string
+	// Security: TLS, mutual TLS, API key (internal/temporalconn).
+	Security  temporalconn.Security
 	TaskQueue string
 
 	HealthAddr  string // "" → DefaultHealthAddr; "-" disables
@@ -97,6 +101,10 @@ type Config struct {
 	// host has no GPU runtime ("" = require: fail them, non-retryably;
 	// ignore: run them without a GPU).
 	GPUPolicy activities.GPUPolicy
+	// GPUs: how many GPU steps this worker runs at once from the GPU task
+	// queue (workflows.GPUTaskQueue): GPUsAuto (0, the default) decides
+	// from the host (gpuSlots), GPUsNone never polls that queue.
+	GPUs int
 	// GitRoots are the directories git workspaces may come from (--git-root);
 	// none refuses every git import.
 	GitRoots []string
@@ -296,6 +304,25 @@ func Run(ctx context.Context, cfg Config) error {
 	w.RegisterActivity(acts)
 	// The tool registry's workflow and its probe activity (tool register).
 	registry.RegisterWithOptions(w, &registry.Prober{Host: backend.Host, Labels: cfg.SandboxLabels})
+	workers := []sdkworker.Worker{w}
+
+	// GPU steps wait on their own queue for a worker with a free GPU: this
+	// one polls it with one activity slot per GPU, so a second GPU step
+	// waits in Temporal (pending) while the first holds the device.
+	gpus, err := gpuSlots(cfg.GPUs, backend.GPU, gpuPolicy, cfg.MaxConcurrentSteps, countNVIDIAGPUs)
+	switch {
+	case err != nil && gpus == 0:
+		return err
+	case err != nil:
+		log.Warn("GPU runtime present but the GPUs could not be counted: running one GPU step at a time", "error", err)
+	}
+	if gpus > 0 {
+		gq := workflows.GPUTaskQueue(cfg.TaskQueue)
+		gw := sdkworker.New(c, gq, TemporalOptions(gpus, cfg.StopTimeout))
+		gw.RegisterActivity(acts)
+		workers = append(workers, gw)
+		log.Info("serving GPU steps", "task_queue", gq, "gpu_steps_at_once", gpus, "gpu_runtime", backend.GPU)
+	}
 
 	// Reap what a previous worker on this machine left behind before taking
 	// work, then keep reaping in the background.
@@ -327,8 +354,13 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer shutdown(servers, log)
 
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("start worker on task queue %s: %w", cfg.TaskQueue, err)
+	for i, sw := range workers {
+		if err := sw.Start(); err != nil {
+			for _, started := range workers[:i] {
+				started.Stop()
+			}
+			return fmt.Errorf("start worker on task queue %s: %w", cfg.TaskQueue, err)
+		}
 	}
 	log.Info("worker started", "address", cfg.Address, "namespace", cfg.Namespace, "task_queue", cfg.TaskQueue,
 		"max_concurrent_steps", cfg.MaxConcurrentSteps, "health_addr", ready.HealthAddr, "metrics_addr", ready.MetricsAddr)
@@ -337,7 +369,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	<-ctx.Done()
-	stop(w, cfg.StopTimeout, handBack, log)
+	stop(workers, cfg.StopTimeout, handBack, log)
 	return nil
 }
 
@@ -346,12 +378,20 @@ func Run(ctx context.Context, cfg Config) error {
 // sandbox and reports SandboxLost), and stop waits, bounded, until they
 // have reported: the Temporal worker's Stop returns only once every
 // activity has finished and sent its result.
-func stop(w sdkworker.Worker, stopTimeout time.Duration, handBack chan<- struct{}, log *slog.Logger) {
+func stop(workers []sdkworker.Worker, stopTimeout time.Duration, handBack chan<- struct{}, log *slog.Logger) {
 	log.Info("worker stopping", "stop_timeout", stopTimeout)
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		w.Stop()
+		var wg sync.WaitGroup
+		for _, w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w.Stop()
+			}()
+		}
+		wg.Wait()
 	}()
 	wait := time.NewTimer(stopTimeout)
 	defer wait.Stop()
@@ -384,6 +424,9 @@ func dial(ctx context.Context, cfg Config, m *metrics.Metrics) (client.Client, e
 		Logger:         tlog.NewStructuredLogger(cfg.Logger.With("component", "temporal")),
 		MetricsHandler: m.TemporalHandler(),
 	}
+	if err := sdkconn.Apply(cfg.Security, &opts); err != nil {
+		return nil, err
+	}
 	deadline := time.Now().Add(cfg.DialTimeout)
 	backoff := 250 * time.Millisecond
 	for {
@@ -393,8 +436,11 @@ func dial(ctx context.Context, cfg Config, m *metrics.Metrics) (client.Client, e
 		if err == nil {
 			return c, nil
 		}
-		if ctx.Err() != nil || time.Now().After(deadline) {
-			return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", cfg.Address, cfg.Namespace, err)
+		// A TLS mismatch (wrong CA, no client certificate, plaintext
+		// against TLS) does not heal by waiting: fail at once, saying so.
+		explained := cfg.Security.Explain(err)
+		if ctx.Err() != nil || time.Now().After(deadline) || explained != err {
+			return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", cfg.Address, cfg.Namespace, explained)
 		}
 		cfg.Logger.Warn("Temporal not reachable yet, retrying", "address", cfg.Address, "error", err)
 		select {

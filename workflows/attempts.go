@@ -197,7 +197,7 @@ func (r *runner) runAttempts(ctx workflow.Context, st *stepState, req activities
 			AttemptRecord{Attempt: n, Status: AttemptRunning, StartedAt: workflow.Now(ctx)})
 		rec := &st.rec.AttemptHistory[len(st.rec.AttemptHistory)-1]
 
-		actx := workflow.WithActivityOptions(ctx, attemptActivityOptions(st.plan, n))
+		actx := workflow.WithActivityOptions(ctx, routeGPU(ctx, st.plan, attemptActivityOptions(st.plan, n)))
 		var res activities.StepResult
 		err := workflow.ExecuteActivity(actx, acts.RunStep, req).Get(actx, &res)
 		now := workflow.Now(ctx)

@@ -43,6 +43,23 @@ func stepActivityOptions(ps *spec.PlanStep) workflow.ActivityOptions {
 	}
 }
 
+// GPUTaskQueue is the task queue of the GPU steps of runs on taskQueue:
+// only workers that serve GPUs poll it (worker --gpus), so a GPU step waits
+// in Temporal, visibly, until such a worker has a free GPU, instead of
+// failing on (or overcommitting) whichever worker polled first.
+func GPUTaskQueue(taskQueue string) string { return taskQueue + "-gpu" }
+
+// routeGPU sends a step that requests GPUs to its run's GPU task queue.
+// Replay does not compare an activity's task queue (only its ID and type),
+// so like priorities this needs no version gate; a run recorded before it
+// schedules its later GPU steps on the GPU queue too, which is the point.
+func routeGPU(ctx workflow.Context, ps *spec.PlanStep, opts workflow.ActivityOptions) workflow.ActivityOptions {
+	if ps.Resources.GPUs != 0 {
+		opts.TaskQueue = GPUTaskQueue(workflow.GetInfo(ctx).TaskQueueName)
+	}
+	return opts
+}
+
 // Priorities of agentflow's activity tasks (Temporal task queue priority:
 // a lower key is dispatched first when tasks back up). A run that has
 // started finishes before new runs start: its later steps and its retries

@@ -23,6 +23,11 @@ const (
 	MemoSpecVersion = "spec_version"
 )
 
+// SearchAttributes are the custom search attributes agentflow needs on a
+// namespace, all of type Keyword: the dev server registers them at start,
+// `agentctl setup` on any other cluster. The one list.
+var SearchAttributes = []string{SearchAttrAgentName, SearchAttrSpec, SearchAttrStatus}
+
 // Run statuses (SPEC §5).
 const (
 	RunPending   = "PENDING"

@@ -270,7 +270,7 @@ func (r *runner) start(ctx workflow.Context, st *stepState, now time.Time) {
 	// Runs recorded before changeInfraRetries: Temporal retries the one
 	// activity execution.
 	workflow.Go(ctx, func(gctx workflow.Context) {
-		actx := workflow.WithActivityOptions(gctx, stepActivityOptions(st.plan))
+		actx := workflow.WithActivityOptions(gctx, routeGPU(gctx, st.plan, stepActivityOptions(st.plan)))
 		var res activities.StepResult
 		err := workflow.ExecuteActivity(actx, acts.RunStep, *req).Get(actx, &res)
 		r.completeTool(st, &res, err, workflow.Now(gctx))

@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/agentflow/agentflow/internal/temporalconn"
 )
 
 // Exit codes (SPEC §6).
@@ -36,8 +38,11 @@ type Streams struct {
 type Options struct {
 	Address   string
 	Namespace string
-	Output    string // table|json
-	Streams   Streams
+	// Security: TLS, mutual TLS and API key of the connection to Temporal
+	// (flags --tls…, --api-key; the Temporal CLI's TEMPORAL_* variables).
+	Security temporalconn.Security
+	Output   string // table|json
+	Streams  Streams
 }
 
 // ExitError carries an exit code up to main. Err has already been printed
@@ -69,6 +74,9 @@ func UsageErr(format string, a ...any) error {
 // short help comes from the one verb table (verbs.go).
 func NewRootCmd(version string, s Streams, engine Constructors) *cobra.Command {
 	opts := &Options{Streams: s}
+	// The variables seed the flags' defaults; a bad one is reported when a
+	// verb runs (PersistentPreRunE), not while --help is printed.
+	sec, envErr := temporalconn.FromEnv(os.Getenv)
 	root := &cobra.Command{
 		Use:           "agentctl",
 		Short:         "Durable, sandboxed AI-agent workflows on Temporal and Docker",
@@ -84,6 +92,15 @@ func NewRootCmd(version string, s Streams, engine Constructors) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if envErr != nil {
+				return UsageErr("%v", envErr)
+			}
+			if opts.Security.APIKey == "" {
+				opts.Security.APIKey = sec.APIKey
+			}
+			if err := opts.Security.Check(); err != nil {
+				return UsageErr("%v", err)
+			}
 			switch opts.Output {
 			case "table", "json":
 				return nil
@@ -103,6 +120,15 @@ func NewRootCmd(version string, s Streams, engine Constructors) *cobra.Command {
 	pf.StringVar(&opts.Address, "address", EnvOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend address (env TEMPORAL_ADDRESS)")
 	pf.StringVar(&opts.Namespace, "namespace", EnvOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
 	pf.StringVarP(&opts.Output, "output", "o", "table", "output format: table|json")
+	pf.BoolVar(&opts.Security.TLS, "tls", sec.TLS, "connect to Temporal with TLS (implied by the other --tls-* flags and --api-key; env "+temporalconn.EnvTLS+")")
+	pf.StringVar(&opts.Security.CAFile, "tls-ca", sec.CAFile, "PEM file of the CAs that verify the Temporal server (default: system roots; env "+temporalconn.EnvTLSCA+")")
+	pf.StringVar(&opts.Security.CertFile, "tls-cert", sec.CertFile, "client certificate (PEM) for mutual TLS, with --tls-key (env "+temporalconn.EnvTLSCert+")")
+	pf.StringVar(&opts.Security.KeyFile, "tls-key", sec.KeyFile, "client key (PEM) for mutual TLS (env "+temporalconn.EnvTLSKey+")")
+	pf.StringVar(&opts.Security.ServerName, "tls-server-name", sec.ServerName, "name to verify in the server's certificate, when the address is not it (env "+temporalconn.EnvTLSServerName+")")
+	pf.BoolVar(&opts.Security.DisableHostVerification, "tls-disable-host-verification", sec.DisableHostVerification,
+		"accept any server certificate: for tests only (env "+temporalconn.EnvTLSDisableHostVerify+")")
+	// The variable is not the flag's default: help would print the key.
+	pf.StringVar(&opts.Security.APIKey, "api-key", "", "API key sent as a bearer token, e.g. Temporal Cloud; implies TLS (prefer env "+temporalconn.EnvAPIKey+": arguments are visible to other users)")
 
 	root.AddCommand(
 		newValidateCmd(opts),

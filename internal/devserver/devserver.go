@@ -23,9 +23,6 @@ import (
 	"github.com/agentflow/agentflow/workflows"
 )
 
-// SearchAttributes are registered on every dev server (all Keyword).
-var SearchAttributes = []string{workflows.SearchAttrAgentName, workflows.SearchAttrSpec, workflows.SearchAttrStatus}
-
 // DynamicConfig is passed to every dev server (scripts/dev.sh and
 // docker-compose.yml pass the same): eager activity execution, and the
 // matcher that honours task queue priorities (DECISIONS 147).
@@ -44,6 +41,9 @@ type Options struct {
 	Headless bool
 	// DBFile persists state (SQLite); "" keeps everything in memory.
 	DBFile string
+	// NoSearchAttributes starts the server without agentflow's search
+	// attributes, like a cluster nobody has set up (`agentctl setup` tests).
+	NoSearchAttributes bool
 	// LogLevel of the server (default "warn").
 	LogLevel string
 	// Stdout and Stderr receive the server's output (default: discarded).
@@ -96,8 +96,10 @@ func Args(o Options) []string {
 	if o.DBFile != "" {
 		args = append(args, "--db-filename", o.DBFile)
 	}
-	for _, sa := range SearchAttributes {
-		args = append(args, "--search-attribute", sa+"=Keyword")
+	if !o.NoSearchAttributes {
+		for _, sa := range workflows.SearchAttributes {
+			args = append(args, "--search-attribute", sa+"=Keyword")
+		}
 	}
 	for _, dc := range DynamicConfig {
 		args = append(args, "--dynamic-config-value", dc)

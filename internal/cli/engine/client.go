@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	tlog "go.temporal.io/sdk/log"
 
+	"github.com/agentflow/agentflow/internal/temporalconn/sdkconn"
 	"github.com/agentflow/agentflow/workflows"
 )
 
@@ -33,13 +34,21 @@ type dialer func(ctx context.Context) (client.Client, error)
 func dial(ctx context.Context, o *Options) (client.Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	c, err := client.DialContext(ctx, client.Options{
+	copts := client.Options{
 		HostPort:  o.Address,
 		Namespace: o.Namespace,
 		Logger:    tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
-	})
+	}
+	if err := sdkconn.Apply(o.Security, &copts); err != nil {
+		return nil, usageErr("%v", err)
+	}
+	c, err := client.DialContext(ctx, copts)
 	if err != nil {
-		return nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("cannot reach Temporal at %s (is `make up` running?): %w", o.Address, err)}
+		hint := " (is `make up` running?)"
+		if o.Security.Enabled() {
+			hint = ""
+		}
+		return nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("cannot reach Temporal at %s%s: %w", o.Address, hint, o.Security.Explain(err))}
 	}
 	return c, nil
 }

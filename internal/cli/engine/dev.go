@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentflow/agentflow/internal/devserver"
+	"github.com/agentflow/agentflow/internal/temporalconn"
 	"github.com/agentflow/agentflow/worker"
 )
 
@@ -88,6 +89,9 @@ func runDev(ctx context.Context, opts *Options, f *devFlags) error {
 	log.Info("Temporal dev server ready", "address", srv.Address, "ui", srv.UIURL, "db", f.DBFile)
 
 	cfg.Address = srv.Address
+	// The dev server is plaintext on loopback whatever TEMPORAL_TLS* say
+	// for the clusters this shell otherwise talks to.
+	cfg.Security = temporalconn.Security{}
 	// The worker stops when ctx ends (Ctrl-C) or when the server dies.
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -80,6 +80,7 @@ func runInspect(ctx context.Context, o *inspectOptions) error {
 		}
 		return writeJSON(o.Streams.Out, fb)
 	}
+	markGPUWaits(ctx, c, o.Namespace, st)
 	if o.Table {
 		printStatusTable(o, st)
 		return nil

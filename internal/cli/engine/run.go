@@ -176,6 +176,9 @@ func startAgent(ctx context.Context, c client.Client, taskQueue, id string, in w
 		if errors.As(err, &started) {
 			return "", serverErr("agent %q is already running (cancel it, wait for it, or pick another --name)", id)
 		}
+		if explained := missingSearchAttributes(err); explained != nil {
+			return "", explained
+		}
 		return "", serverErr("start agent %s: %w", id, err)
 	}
 	return run.GetRunID(), nil

@@ -131,6 +131,9 @@ func runScheduleCreate(ctx context.Context, o *scheduleCreateOptions) error {
 		if errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
 			return serverErr("schedule %q already exists (delete it first, or pick another --id)", id)
 		}
+		if explained := missingSearchAttributes(err); explained != nil {
+			return explained
+		}
 		return serverErr("create schedule %s: %w", id, err)
 	}
 	return report(o.Options, map[string]any{"id": id, "cron": plan.Schedule.Cron, "timezone": plan.Schedule.Timezone, "paused": o.Paused, "tools": tools},

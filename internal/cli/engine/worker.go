@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,6 +41,7 @@ type workerFlags struct {
 	LogFormat                   string
 	SandboxLabels               []string
 	GPUPolicy                   string
+	GPUs                        string
 	GitRoots                    []string
 	Preflight                   string
 	// Secret sources the operator allows (nothing by default).
@@ -85,6 +87,8 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.SandboxLabels, "sandbox-label", nil, "KEY=VALUE label added to every sandbox (repeatable)")
 	fl.StringVar(&f.GPUPolicy, "gpu-policy", string(activities.GPUPolicyRequire),
 		"steps that request a GPU on a host without a GPU runtime: require (fail them) | ignore (run them without a GPU, with "+activities.EnvGPUIgnored+"=1)")
+	fl.StringVar(&f.GPUs, "gpus", "auto",
+		"GPU steps this worker runs at once from the GPU task queue (<task-queue>-gpu): N, 0 (never poll it) or auto (the host's GPUs with an nvidia runtime; with --gpu-policy ignore and no runtime, like other steps; else 0)")
 	fl.StringArrayVar(&f.GitRoots, "git-root", nil,
 		"directory git workspaces may be imported from (repeatable; absolute, no symlinks); none: git import is refused")
 	fl.StringVar(&f.Preflight, "preflight", string(worker.PreflightEnforce),
@@ -133,6 +137,10 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 	if err != nil {
 		return worker.Config{}, usageErr("--gpu-policy: %v", err)
 	}
+	gpus, err := parseGPUs(f.GPUs)
+	if err != nil {
+		return worker.Config{}, err
+	}
 	if _, err := gitsource.New(gitsource.Config{Roots: f.GitRoots}); err != nil {
 		return worker.Config{}, usageErr("--git-root: %v", err)
 	}
@@ -165,6 +173,7 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 	return worker.Config{
 		Address:                     opts.Address,
 		Namespace:                   opts.Namespace,
+		Security:                    opts.Security,
 		TaskQueue:                   f.TaskQueue,
 		HealthAddr:                  f.HealthAddr,
 		MetricsAddr:                 f.MetricsAddr,
@@ -181,6 +190,7 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		Logger:                      logger,
 		SandboxLabels:               labels,
 		GPUPolicy:                   gpuPolicy,
+		GPUs:                        gpus,
 		GitRoots:                    f.GitRoots,
 		Preflight:                   preflight,
 		SecretPolicy:                policy,
@@ -191,6 +201,24 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		WarmPoolIdle:                f.WarmPoolIdle,
 	}, nil
 }
+
+// parseGPUs maps --gpus to worker.Config.GPUs.
+func parseGPUs(s string) (int, error) {
+	switch strings.TrimSpace(s) {
+	case "auto", "":
+		return worker.GPUsAuto, nil
+	case "0":
+		return worker.GPUsNone, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 0 || n > maxGPUs {
+		return 0, usageErr("--gpus %q: want auto, 0 or a count up to %d", s, maxGPUs)
+	}
+	return n, nil
+}
+
+// maxGPUs bounds --gpus: more than any one machine has.
+const maxGPUs = 64
 
 // Bounds of the warm pool flags: a pooled sandbox's in-container deadline
 // (the backstop with no worker alive) runs --warm-pool-idle past its

@@ -1,0 +1,144 @@
+//go:build integration
+
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentflow/agentflow/internal/devserver"
+	"github.com/agentflow/agentflow/internal/testenv"
+	"github.com/agentflow/agentflow/workflows"
+)
+
+// TestSetupOnABareCluster: against a server that has none of agentflow's
+// search attributes (like any cluster nobody set up), run explains what is
+// missing and how to fix it; setup registers them and says so; run then
+// starts; setup again changes nothing; --create-namespace makes a new
+// namespace usable, and without it a missing namespace is a clear error.
+func TestSetupOnABareCluster(t *testing.T) {
+	srv, err := devserver.Start(t.Context(), devserver.Options{Bin: testenv.TemporalBinary(t), Port: testenv.FreePort(t),
+		Headless: true, NoSearchAttributes: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Stop(15 * time.Second) })
+
+	specFile := filepath.Join(t.TempDir(), "one.yaml")
+	require.NoError(t, os.WriteFile(specFile, []byte(`name: setup-probe
+version: "1.0.0"
+steps:
+  - id: only
+    image: sha256:`+strings.Repeat("5", 64)+`
+`), 0o600))
+	agentctl := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		args = append([]string{"--address", srv.Address}, args...)
+		code := Run(t.Context(), "test", args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+		return code, out.String(), errb.String()
+	}
+
+	code, _, stderr := agentctl("run", "-f", specFile, "--name", "probe-1")
+	require.Equal(t, ExitFailure, code, stderr)
+	require.Contains(t, stderr, "agentctl setup", "run names the fix")
+	require.Contains(t, stderr, workflows.SearchAttrAgentName)
+
+	code, out, stderr := agentctl("setup")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "namespace default: present")
+	for _, sa := range workflows.SearchAttributes {
+		require.Contains(t, out, "search attribute "+sa+" (Keyword): added")
+	}
+
+	code, out, stderr = agentctl("run", "-f", specFile, "--name", "probe-1")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "probe-1")
+	code, _, stderr = agentctl("cancel", "probe-1")
+	require.Equal(t, 0, code, stderr)
+
+	code, out, stderr = agentctl("setup", "-o", "json")
+	require.Equal(t, 0, code, stderr)
+	var rep struct {
+		Actions []setupAction `json:"actions"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Len(t, rep.Actions, 1+len(workflows.SearchAttributes))
+	for _, a := range rep.Actions {
+		require.Equal(t, "present", a.Action, "setup twice changes nothing: %+v", a)
+	}
+
+	code, _, stderr = agentctl("--namespace", "agents-new", "setup")
+	require.Equal(t, ExitFailure, code)
+	require.Contains(t, stderr, "namespace agents-new does not exist")
+	require.Contains(t, stderr, "--create-namespace")
+
+	code, out, stderr = agentctl("--namespace", "agents-new", "setup", "--create-namespace", "--retention", "48h")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "namespace agents-new: created, retention 48h0m0s")
+	code, out, stderr = agentctl("--namespace", "agents-new", "run", "-f", specFile, "--name", "probe-2")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "probe-2")
+	code, _, stderr = agentctl("--namespace", "agents-new", "cancel", "probe-2")
+	require.Equal(t, 0, code, stderr)
+
+	code, _, stderr = agentctl("setup", "--retention", "1h")
+	require.Equal(t, ExitInvalid, code)
+	require.Contains(t, stderr, "--retention")
+}
+
+// TestCLIOverMutualTLS: every verb dials through the shared connection
+// flags: against a real server behind mutual TLS, the right CA and client
+// certificate work (flags or the Temporal CLI's variables); a wrong CA, a
+// missing client certificate or plaintext fail with exit 1 and a message
+// naming TLS.
+func TestCLIOverMutualTLS(t *testing.T) {
+	srv, err := devserver.Start(t.Context(), devserver.Options{Bin: testenv.TemporalBinary(t), Port: testenv.FreePort(t), Headless: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Stop(15 * time.Second) })
+	pki := testenv.NewPKI(t, "temporal.test")
+	front := testenv.TLSFront(t, srv.Address, pki, true)
+	agentctl := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := Run(t.Context(), "test", append([]string{"--address", front}, args...),
+			Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+		return code, out.String(), errb.String()
+	}
+	mtls := []string{"--tls-ca", pki.CAFile, "--tls-cert", pki.ClientCert, "--tls-key", pki.ClientKey, "--tls-server-name", "temporal.test"}
+
+	code, out, stderr := agentctl(append(mtls, "setup")...)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "search attribute AgentName (Keyword): present")
+
+	t.Run("environment", func(t *testing.T) {
+		t.Setenv("TEMPORAL_TLS_CA_PATH", pki.CAFile)
+		t.Setenv("TEMPORAL_TLS_CERT_PATH", pki.ClientCert)
+		t.Setenv("TEMPORAL_TLS_KEY_PATH", pki.ClientKey)
+		t.Setenv("TEMPORAL_TLS_SERVER_NAME", "temporal.test")
+		code, _, stderr := agentctl("list")
+		require.Equal(t, 0, code, stderr)
+	})
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"wrong CA":       {[]string{"--tls-ca", pki.OtherCAFile, "--tls-cert", pki.ClientCert, "--tls-key", pki.ClientKey, "--tls-server-name", "temporal.test"}, "TLS"},
+		"no client cert": {[]string{"--tls-ca", pki.CAFile, "--tls-server-name", "temporal.test"}, "TLS"},
+		"plaintext":      {nil, "--tls"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, _, stderr := agentctl(append(tc.args, "list")...)
+			require.Equal(t, ExitFailure, code, stderr)
+			require.Contains(t, stderr, tc.want)
+		})
+	}
+	t.Run("half a key pair is a usage error", func(t *testing.T) {
+		code, _, stderr := agentctl("--tls-cert", pki.ClientCert, "list")
+		require.Equal(t, ExitInvalid, code)
+		require.Contains(t, stderr, "--tls-key")
+	})
+}

@@ -1,0 +1,98 @@
+package temporalconn
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestFromEnv(t *testing.T) {
+	env := map[string]string{
+		EnvTLS: "true", EnvTLSCA: "/ca.pem", EnvTLSCert: "/c.pem", EnvTLSKey: "/k.pem",
+		EnvTLSServerName: "temporal.internal", EnvAPIKey: "key-1",
+	}
+	s, err := FromEnv(func(k string) string { return env[k] })
+	require.NoError(t, err)
+	require.Equal(t, Security{TLS: true, CAFile: "/ca.pem", CertFile: "/c.pem", KeyFile: "/k.pem",
+		ServerName: "temporal.internal", APIKey: "key-1"}, s)
+
+	_, err = FromEnv(func(k string) string {
+		if k == EnvTLSDisableHostVerify {
+			return "yes please"
+		}
+		return ""
+	})
+	require.ErrorContains(t, err, EnvTLSDisableHostVerify)
+}
+
+func TestEnabledAndCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		s       Security
+		enabled bool
+		err     string
+	}{
+		{"plaintext", Security{}, false, ""},
+		{"tls", Security{TLS: true}, true, ""},
+		{"a CA implies TLS", Security{CAFile: "ca.pem"}, true, ""},
+		{"a server name implies TLS", Security{ServerName: "x"}, true, ""},
+		{"an API key implies TLS", Security{APIKey: "k"}, true, ""},
+		{"cert without key", Security{CertFile: "c.pem"}, true, "go together"},
+		{"key without cert", Security{KeyFile: "k.pem"}, true, "go together"},
+		{"key with a line break", Security{APIKey: "k\nX-Other: 1"}, true, "line break"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.enabled, tc.s.Enabled())
+			err := tc.s.Check()
+			if tc.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.err)
+		})
+	}
+}
+
+func TestTLSConfigFiles(t *testing.T) {
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "ca.txt")
+	require.NoError(t, os.WriteFile(notPEM, []byte("hello"), 0o600))
+
+	cfg, err := Security{}.TLSConfig()
+	require.NoError(t, err)
+	require.Nil(t, cfg, "plaintext: no TLS config")
+
+	cfg, err = Security{TLS: true, ServerName: "temporal.internal"}.TLSConfig()
+	require.NoError(t, err)
+	require.Equal(t, "temporal.internal", cfg.ServerName)
+	require.Nil(t, cfg.RootCAs, "system roots by default")
+
+	_, err = Security{CAFile: filepath.Join(dir, "missing.pem")}.TLSConfig()
+	require.ErrorContains(t, err, "missing.pem")
+	_, err = Security{CAFile: notPEM}.TLSConfig()
+	require.ErrorContains(t, err, "no PEM certificate")
+	_, err = Security{CertFile: notPEM, KeyFile: notPEM}.TLSConfig()
+	require.ErrorContains(t, err, "client certificate")
+}
+
+func TestExplain(t *testing.T) {
+	require.NoError(t, Security{}.Explain(nil))
+	for _, tc := range []struct {
+		s    Security
+		err  string
+		want string
+	}{
+		{Security{CAFile: "x"}, "rpc error: tls: failed to verify certificate: x509: certificate signed by unknown authority", "--tls-ca"},
+		{Security{TLS: true}, "remote error: tls: certificate required", "--tls-cert"},
+		{Security{}, "connection closed before server preface received: EOF", "--tls"},
+		{Security{}, "connection refused", "connection refused"},
+	} {
+		got := tc.s.Explain(errors.New(tc.err)).Error()
+		require.Contains(t, got, tc.want)
+		require.True(t, strings.HasSuffix(got, tc.err), "the cause is kept: %s", got)
+	}
+}

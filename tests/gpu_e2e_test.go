@@ -1,0 +1,137 @@
+//go:build e2e
+
+package tests
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/agentflow/agentflow/workflows"
+)
+
+// inspectJSON runs `agentctl inspect ID -o json` (the binary the worker
+// processes of e use) and decodes the status document.
+func (e *engineEnv) inspectJSON(t *testing.T, id string) workflows.Status {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd := exec.Command(filepath.Join(e.tmp, "agentctl"), "--address", e.address, "inspect", id, "-o", "json")
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	require.NoError(t, cmd.Run(), errb.String())
+	var st workflows.Status
+	require.NoError(t, json.Unmarshal(out.Bytes(), &st), out.String())
+	return st
+}
+
+// TestGPUQueue: GPU steps go to the GPU task queue; a worker that declares
+// one GPU (--gpus 1; --gpu-policy ignore, as this machine has none) runs
+// them one at a time: while the first holds the GPU the second is shown
+// pending with the reason, and the server's own record of when each
+// attempt was taken and completed shows the second taken only after the
+// first completed.
+func TestGPUQueue(t *testing.T) {
+	e := startEngine(t)
+	queue, _ := e.startWorkerProcess(t, "gpu1", "--gpus", "1", "--gpu-policy", "ignore")
+	a := e.step("train_a", "testtool", map[string]any{"mode": "sleep", "seconds": 4})
+	b := e.step("train_b", "testtool", map[string]any{"mode": "sleep", "seconds": 4})
+	a.Resources.GPUs, b.Resources.GPUs = 1, 1
+	id := "e2e-gpu-queue-" + strings.ToLower(time.Now().Format("150405.000"))
+	id = strings.ReplaceAll(id, ".", "")
+	run := e.startOn(t, queue, id, plan("e2e-gpu-queue", a, b), nil)
+
+	sawWait := ""
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		st := e.inspectJSON(t, id)
+		for _, r := range st.StepHistory {
+			if r.Status == workflows.StepPending && strings.Contains(r.Reason, "waiting for a free GPU") {
+				sawWait = r.Reason
+			}
+		}
+		if sawWait != "" || st.Status != workflows.RunRunning && st.Status != workflows.RunPending {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.NotEmpty(t, sawWait, "inspect never showed a step waiting for the GPU")
+	require.Contains(t, sawWait, workflows.GPUTaskQueue(queue))
+
+	res, err := e.wait(t, run)
+	require.NoError(t, err)
+	require.Equal(t, workflows.RunSucceeded, res.Status)
+
+	// Taken (started) and completed times of the two attempts, as the
+	// server recorded them.
+	type span struct{ started, closed time.Time }
+	spans := map[int64]*span{}
+	it := e.client.GetWorkflowHistory(t.Context(), id, run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		switch {
+		case ev.GetActivityTaskScheduledEventAttributes() != nil:
+			a := ev.GetActivityTaskScheduledEventAttributes()
+			if a.GetTaskQueue().GetName() == workflows.GPUTaskQueue(queue) {
+				spans[ev.GetEventId()] = &span{}
+			}
+		case ev.GetActivityTaskStartedEventAttributes() != nil:
+			if s := spans[ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()]; s != nil {
+				s.started = ev.GetEventTime().AsTime()
+			}
+		case ev.GetActivityTaskCompletedEventAttributes() != nil:
+			if s := spans[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()]; s != nil {
+				s.closed = ev.GetEventTime().AsTime()
+			}
+		}
+	}
+	require.Len(t, spans, 2, "both GPU steps were scheduled on %s", workflows.GPUTaskQueue(queue))
+	var list []*span
+	for _, s := range spans {
+		require.False(t, s.started.IsZero() || s.closed.IsZero())
+		list = append(list, s)
+	}
+	first, second := list[0], list[1]
+	if second.started.Before(first.started) {
+		first, second = second, first
+	}
+	require.False(t, second.started.Before(first.closed),
+		"the second GPU step was taken (%s) before the first completed (%s)", second.started, first.closed)
+	e.requireNoContainers(t, id)
+}
+
+// TestGPUStepWaitsWithoutGPUWorkers: on a cluster where no worker serves
+// GPUs, a GPU step waits (pending, with the reason) instead of failing,
+// and can be canceled.
+func TestGPUStepWaitsWithoutGPUWorkers(t *testing.T) {
+	e := startEngine(t)
+	_, _ = e.startWorkerProcess(t, "cpu-only") // builds the agentctl binary inspectJSON uses
+	s := e.step("needs_gpu", "testtool", map[string]any{"mode": "ok"})
+	s.Resources.GPUs = 1
+	id := "e2e-gpu-none-" + strings.ReplaceAll(time.Now().Format("150405.000"), ".", "")
+	run := e.start(t, id, plan("e2e-gpu-none", s), nil)
+
+	var reason string
+	require.Eventually(t, func() bool {
+		for _, r := range e.inspectJSON(t, id).StepHistory {
+			if r.ID == "needs_gpu" && r.Status == workflows.StepPending {
+				reason = r.Reason
+			}
+		}
+		return reason != ""
+	}, time.Minute, 300*time.Millisecond)
+	require.Contains(t, reason, "none polls task queue "+workflows.GPUTaskQueue(workflows.TaskQueue))
+	require.Contains(t, reason, "--gpus")
+
+	require.NoError(t, e.client.CancelWorkflow(t.Context(), id, ""))
+	_, err := e.wait(t, run)
+	require.Error(t, err)
+	require.Equal(t, workflows.RunCanceled, e.status(t, id).Status)
+	require.Empty(t, e.containers(t, id))
+}

@@ -1,0 +1,52 @@
+//go:build integration
+
+package worker
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentflow/agentflow/internal/devserver"
+	"github.com/agentflow/agentflow/internal/metrics"
+	"github.com/agentflow/agentflow/internal/temporalconn"
+	"github.com/agentflow/agentflow/internal/testenv"
+)
+
+// TestDialOverMutualTLS: the worker reaches a real server behind mutual
+// TLS with the right CA and certificate, and gives up at once, naming TLS,
+// with a wrong CA or without a certificate, although it keeps retrying an
+// unreachable server for DialTimeout (here far longer than the test).
+func TestDialOverMutualTLS(t *testing.T) {
+	srv, err := devserver.Start(t.Context(), devserver.Options{Bin: testenv.TemporalBinary(t), Port: testenv.FreePort(t), Headless: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Stop(15 * time.Second) })
+	pki := testenv.NewPKI(t, "temporal.test")
+	front := testenv.TLSFront(t, srv.Address, pki, true)
+	cfg := func(s temporalconn.Security) Config {
+		return Config{Address: front, Namespace: "default", Security: s, DialTimeout: time.Hour,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	}
+
+	c, err := dial(t.Context(), cfg(temporalconn.Security{CAFile: pki.CAFile, CertFile: pki.ClientCert, KeyFile: pki.ClientKey,
+		ServerName: "temporal.test"}), metrics.New())
+	require.NoError(t, err)
+	c.Close()
+
+	for name, s := range map[string]temporalconn.Security{
+		"wrong CA":       {CAFile: pki.OtherCAFile, CertFile: pki.ClientCert, KeyFile: pki.ClientKey, ServerName: "temporal.test"},
+		"no client cert": {CAFile: pki.CAFile, ServerName: "temporal.test"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			_, err := dial(ctx, cfg(s), metrics.New())
+			require.ErrorContains(t, err, "TLS")
+			require.NoError(t, ctx.Err(), "gave up at once instead of retrying for DialTimeout")
+		})
+	}
+}
