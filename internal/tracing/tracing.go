@@ -103,6 +103,14 @@ func Setup(ctx context.Context, opts Options) (*Provider, error) {
 	return &Provider{tp: sdk, sdk: sdk, cfg: cfg}, nil
 }
 
+// CheckEnv reports a tracing variable the process could not start with
+// (a *ConfigError), without setting anything up: for commands that check
+// their configuration before they start (exit 2).
+func CheckEnv(getenv func(string) string) error {
+	_, err := parseConfig(getenv)
+	return err
+}
+
 // newResource is service.name (ours, or OTEL_SERVICE_NAME) plus
 // OTEL_RESOURCE_ATTRIBUTES and the SDK's own attributes.
 func newResource(ctx context.Context, service string, getenv func(string) string) (*resource.Resource, error) {
