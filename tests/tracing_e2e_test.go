@@ -137,6 +137,7 @@ func TestTracingEndToEnd(t *testing.T) {
 	require.Empty(t, root.ParentSpanID, "agentctl run starts the trace")
 	require.Equal(t, engine.TracingServiceName, root.Service)
 	tr := tracingtest.Trace(spans, root.TraceID)
+	t.Logf("trace %s: %v", root.TraceID, names(tr))
 	byID := map[string]tracingtest.Span{}
 	for _, s := range tr {
 		byID[s.SpanID] = s
