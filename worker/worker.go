@@ -131,7 +131,8 @@ type Config struct {
 
 	// Tracing exports traces (the Temporal interceptor's and RunStep's
 	// spans). nil: set up from the standard OTEL_* environment
-	// (tracing.Setup; off without an endpoint) and shut down by Run.
+	// (tracing.Setup; off without an endpoint) and shut down by Run; a
+	// provider given here is the caller's to shut down.
 	Tracing *tracing.Provider
 
 	// Backend replaces the Docker backend (tests, other hosts).
