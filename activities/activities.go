@@ -7,6 +7,9 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/agentflow/agentflow/exechost"
 	"github.com/agentflow/agentflow/internal/attemptrec"
 	"github.com/agentflow/agentflow/internal/logstore"
@@ -54,6 +57,9 @@ type Options struct {
 	Secrets secrets.Resolver
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
+	// Tracer opens each step attempt's span and its sandbox phases'
+	// (trace.go); nil: no-op.
+	Tracer trace.Tracer
 
 	// Results keeps the signed record of every successful attempt, written
 	// before the attempt reports (results.go); nil records nothing, and a
@@ -98,8 +104,9 @@ type Options struct {
 // are registered on the worker by method value (no name prefixes); every
 // exported method is an activity, so helpers stay unexported.
 type Activities struct {
-	opts Options
-	log  *slog.Logger
+	opts   Options
+	log    *slog.Logger
+	tracer trace.Tracer
 }
 
 // New fills defaults.
@@ -132,7 +139,11 @@ func New(opts Options) *Activities {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Activities{opts: opts, log: log}
+	tracer := opts.Tracer
+	if tracer == nil {
+		tracer = noop.NewTracerProvider().Tracer("")
+	}
+	return &Activities{opts: opts, log: log, tracer: tracer}
 }
 
 // DefaultIdentity is pid@hostname, the Temporal client's default identity.

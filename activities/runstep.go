@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 
 	"github.com/agentflow/agentflow/exechost"
@@ -63,13 +65,16 @@ func (a *Activities) RunStep(ctx context.Context, req StepRequest) (*StepResult,
 	ctx, stop := a.watchHandBack(ctx)
 	defer stop()
 	at := a.newAttempt(ctx, req)
+	ctx = at.startSpan(ctx)
 	start := time.Now()
 	res, err := at.run(ctx)
 	if hb := handBackError(ctx); hb != nil && err != nil && failure.Kind(err) == failure.Canceled {
 		// Whatever step the hand-back interrupted saw a canceled context.
 		err = hb
 	}
-	return res, at.finish(ctx, start, err)
+	terr := at.finish(ctx, start, err)
+	at.endSpan(err)
+	return res, terr
 }
 
 // attempt is the state of one RunStep call.
@@ -96,6 +101,9 @@ type attempt struct {
 	adoptedFrom int32
 	// egress collects the connections of a sandbox with egress rules.
 	egress *egressLog
+	// span is the attempt's trace span (trace.go); the sandbox phases are
+	// its children.
+	span trace.Span
 }
 
 func (a *Activities) newAttempt(ctx context.Context, req StepRequest) *attempt {
@@ -189,11 +197,12 @@ func (at *attempt) run(ctx context.Context) (*StepResult, error) {
 	}
 	provisioned = true
 	a.opts.Metrics.SandboxUp()
+	at.span.SetAttributes(attribute.String(AttrImageDigest, exe.ImageDigest))
 
 	hb.setPhase("exec")
 	stderr := at.openLog(ctx) // live stderr → the log store, scrubbed
-	execStart := time.Now()
-	res, execErr := a.opts.Host.Exec(ctx, at.id, exechost.ExecRequest{
+	execCtx, endExec := at.phase(ctx, metrics.PhaseExec)
+	res, execErr := a.opts.Host.Exec(execCtx, at.id, exechost.ExecRequest{
 		Command: ToolCommand,
 		Stdin:   stdin,
 		Env:     toolEnv(req, at.number, gpuIgnored),
@@ -201,7 +210,10 @@ func (at *attempt) run(ctx context.Context) (*StepResult, error) {
 		Timeout: at.budget.ToolDeadline,
 		Stderr:  stderr,
 	})
-	a.opts.Metrics.ObservePhase(metrics.PhaseExec, time.Since(execStart), execErr)
+	if res != nil {
+		trace.SpanFromContext(execCtx).SetAttributes(attribute.Int(AttrExitCode, res.ExitCode))
+	}
+	endExec(execErr)
 	if res != nil {
 		at.stdout, at.stderr = res.Stdout, res.Stderr
 		a.opts.Metrics.ObserveOutput(len(res.Stdout))
@@ -397,8 +409,8 @@ func (at *attempt) provision(ctx context.Context, env map[string]string, egress 
 	if egress != nil {
 		network = exechost.NetworkEgress
 	}
-	start := time.Now()
-	exe, err := at.a.opts.Host.Provision(ctx, exechost.ProvisionRequest{
+	pctx, endProvision := at.phase(ctx, phase)
+	exe, err := at.a.opts.Host.Provision(pctx, exechost.ProvisionRequest{
 		ExecutionID: at.id,
 		Image:       req.Image,
 		Workspace:   ws,
@@ -416,7 +428,7 @@ func (at *attempt) provision(ctx context.Context, env map[string]string, egress 
 		Env:     env,
 		Labels:  labels,
 	})
-	at.a.opts.Metrics.ObservePhase(phase, time.Since(start), err)
+	endProvision(err)
 	if err != nil {
 		if cerr := canceled(ctx); cerr != nil {
 			return nil, cerr
@@ -476,14 +488,14 @@ func (at *attempt) details(res *exechost.ExecResult) StepFailureDetails {
 }
 
 func (at *attempt) checkpoint(ctx context.Context) (*exechost.Checkpoint, error) {
-	start := time.Now()
+	ctx, end := at.phase(ctx, metrics.PhaseCheckpoint)
 	cp, err := at.a.opts.Host.Checkpoint(ctx, at.id, exechost.CheckpointRequest{
 		Reason: fmt.Sprintf("step %s attempt %d", at.req.StepID, at.number),
 		// Secrets the tool wrote into /workspace are stored as '*'s of the
 		// same length, so no dependent step restores them.
 		Redact: at.redact,
 	})
-	at.a.opts.Metrics.ObservePhase(metrics.PhaseCheckpoint, time.Since(start), err)
+	end(err)
 	if err == nil {
 		at.a.opts.Metrics.ObserveCheckpoint(cp.SizeBytes)
 	}
@@ -495,9 +507,9 @@ func (at *attempt) checkpoint(ctx context.Context) (*exechost.Checkpoint, error)
 func (at *attempt) terminate(ctx context.Context, provisioned bool) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), at.a.opts.CleanupTimeout)
 	defer cancel()
-	start := time.Now()
+	cctx, end := at.phase(cctx, metrics.PhaseTerminate)
 	err := at.a.opts.Host.Terminate(cctx, at.id)
-	at.a.opts.Metrics.ObservePhase(metrics.PhaseTerminate, time.Since(start), err)
+	end(err)
 	if provisioned {
 		at.a.opts.Metrics.SandboxDown()
 	}
@@ -630,6 +642,11 @@ func (at *attempt) finish(ctx context.Context, start time.Time, err error) error
 			// Every failure names its attempt and worker, also those
 			// classified before the sandbox existed.
 			se.Details.Attempt, se.Details.Worker = at.number, at.a.opts.Identity
+		} else if kind != failure.Canceled {
+			// What nothing classified leaves as SandboxLost (toTemporal),
+			// scrubbed: its message goes to history and to the trace.
+			err = &stepError{Type: failure.SandboxLost, Msg: at.scrub.String(err.Error()),
+				Details: StepFailureDetails{Attempt: at.number, ExitCode: -1, Worker: at.a.opts.Identity}}
 		}
 		at.log.InfoContext(ctx, "step attempt failed", "status", status, "duration_ms", time.Since(start).Milliseconds(),
 			"error", at.scrub.String(err.Error()))

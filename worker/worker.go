@@ -31,6 +31,7 @@ import (
 	"github.com/agentflow/agentflow/internal/secrets"
 	"github.com/agentflow/agentflow/internal/temporalconn"
 	"github.com/agentflow/agentflow/internal/temporalconn/sdkconn"
+	"github.com/agentflow/agentflow/internal/tracing"
 	"github.com/agentflow/agentflow/workflows"
 )
 
@@ -56,6 +57,10 @@ const (
 	DefaultDialTimeout = time.Minute
 
 	heartbeatThrottle = 2 * time.Second
+
+	// TracingServiceName is the worker's service.name unless
+	// OTEL_SERVICE_NAME sets one.
+	TracingServiceName = "agentflow-worker"
 )
 
 // Config configures Run.
@@ -131,6 +136,12 @@ type Config struct {
 	DialTimeout time.Duration
 
 	Logger *slog.Logger
+
+	// Tracing exports traces (the Temporal interceptor's and RunStep's
+	// spans). nil: set up from the standard OTEL_* environment
+	// (tracing.Setup; off without an endpoint) and shut down by Run; a
+	// provider given here is the caller's to shut down.
+	Tracing *tracing.Provider
 
 	// Backend replaces the Docker backend (tests, other hosts).
 	Backend *Backend
@@ -232,6 +243,21 @@ func Run(ctx context.Context, cfg Config) error {
 	log.Info("secret sources this worker resolves (nothing else)", "policy", cfg.SecretPolicy.Summary())
 	m := metrics.New()
 
+	tp := cfg.Tracing
+	if tp == nil {
+		if tp, err = tracing.Setup(ctx, tracing.Options{ServiceName: TracingServiceName, Logger: log}); err != nil {
+			return fmt.Errorf("tracing: %w", err)
+		}
+		// Last: after the Temporal client closed, so every span of the
+		// attempts that were running is queued before the final flush.
+		defer func() {
+			if err := tp.Shutdown(ctx); err != nil {
+				log.Warn("tracing: final flush", "error", err)
+			}
+		}()
+	}
+	log.Info("tracing configured", "tracing", tp)
+
 	// The stores first: a wrong --store or a missing shared key is a
 	// configuration error worth failing on before anything connects.
 	stores, err := openStores(ctx, cfg)
@@ -241,7 +267,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer stores.Close()
 	log.Info("state stores", "stores", stores.logValue())
 
-	c, err := dial(ctx, cfg, m)
+	c, err := dial(ctx, cfg, m, tp)
 	if err != nil {
 		return err
 	}
@@ -288,6 +314,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Secrets:     secretResolver(cfg.SecretPolicy, cfg.VaultDir),
 		Metrics:     m,
 		Logger:      log,
+		Tracer:      tp.Tracer(),
 		Labels:      cfg.SandboxLabels,
 
 		WebhookURLs: cfg.WebhookURLs,
@@ -415,9 +442,15 @@ func stop(workers []sdkworker.Worker, stopTimeout time.Duration, handBack chan<-
 }
 
 // dial connects to Temporal, retrying until DialTimeout: the server may
-// still be starting (make up, agentctl dev).
-func dial(ctx context.Context, cfg Config, m *metrics.Metrics) (client.Client, error) {
+// still be starting (make up, agentctl dev). With tracing on, the client
+// carries the tracing interceptor, and so does the worker built on it.
+func dial(ctx context.Context, cfg Config, m *metrics.Metrics, tp *tracing.Provider) (client.Client, error) {
+	interceptors, err := tp.ClientInterceptors()
+	if err != nil {
+		return nil, err
+	}
 	opts := client.Options{
+		Interceptors:   interceptors,
 		HostPort:       cfg.Address,
 		Namespace:      cfg.Namespace,
 		Identity:       cfg.Identity,

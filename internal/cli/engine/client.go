@@ -19,6 +19,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/agentflow/agentflow/internal/temporalconn/sdkconn"
+	"github.com/agentflow/agentflow/internal/tracing"
 	"github.com/agentflow/agentflow/workflows"
 )
 
@@ -31,26 +32,82 @@ type dialer func(ctx context.Context) (client.Client, error)
 
 // dial connects to Temporal at o.Address / o.Namespace. The SDK's own
 // logging is discarded: agentctl reports errors itself.
+//
+// Tracing comes from the standard OTEL_* environment (off without an
+// endpoint): the client carries the Temporal tracing interceptor, so
+// `agentctl run` starts the run's trace and its context travels in the
+// workflow's headers to the worker. Close flushes the spans, bounded.
 func dial(ctx context.Context, o *Options) (client.Client, error) {
-	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	tp, err := tracing.Setup(ctx, tracing.Options{ServiceName: TracingServiceName, Logger: warnLogger(o.Streams.Err)})
+	if err != nil {
+		var ce *tracing.ConfigError
+		if errors.As(err, &ce) {
+			return nil, &ExitError{Code: ExitInvalid, Err: fmt.Errorf("tracing: %w", err)}
+		}
+		return nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("tracing: %w", err)}
+	}
+	interceptors, err := tp.ClientInterceptors()
+	if err != nil {
+		_ = tp.Shutdown(ctx)
+		return nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("tracing: %w", err)}
+	}
+	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	copts := client.Options{
-		HostPort:  o.Address,
-		Namespace: o.Namespace,
-		Logger:    tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		HostPort:     o.Address,
+		Namespace:    o.Namespace,
+		Logger:       tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		Interceptors: interceptors,
 	}
 	if err := sdkconn.Apply(o.Security, &copts); err != nil {
+		_ = tp.Shutdown(ctx)
 		return nil, usageErr("%v", err)
 	}
-	c, err := client.DialContext(ctx, copts)
+	c, err := client.DialContext(dctx, copts)
 	if err != nil {
+		_ = tp.Shutdown(ctx)
 		hint := " (is `make up` running?)"
 		if o.Security.Enabled() {
 			hint = ""
 		}
 		return nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("cannot reach Temporal at %s%s: %w", o.Address, hint, o.Security.Explain(err))}
 	}
-	return c, nil
+	if !tp.Enabled() {
+		return c, nil
+	}
+	errOut := o.Streams.Err
+	if errOut == nil {
+		errOut = io.Discard
+	}
+	return &tracedClient{Client: c, tp: tp, errOut: errOut}, nil
+}
+
+// TracingServiceName is agentctl's service.name unless OTEL_SERVICE_NAME
+// sets one.
+const TracingServiceName = "agentctl"
+
+// tracedClient is a client whose Close also flushes the spans it made
+// (within tracing.ShutdownTimeout): agentctl exits right after.
+type tracedClient struct {
+	client.Client
+	tp     *tracing.Provider
+	errOut io.Writer
+}
+
+func (c *tracedClient) Close() {
+	c.Client.Close()
+	if err := c.tp.Shutdown(context.Background()); err != nil {
+		// A collector that is down costs the trace, never the command.
+		fmt.Fprintf(c.errOut, "warning: tracing: %v\n", err)
+	}
+}
+
+// warnLogger reports tracing export problems on stderr as warnings.
+func warnLogger(w io.Writer) *slog.Logger {
+	if w == nil {
+		w = io.Discard
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // dialerFor returns the default dialer for o.

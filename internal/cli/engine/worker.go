@@ -16,6 +16,7 @@ import (
 	"github.com/agentflow/agentflow/exechost/docker"
 	"github.com/agentflow/agentflow/exechost/gitsource"
 	"github.com/agentflow/agentflow/internal/secrets"
+	"github.com/agentflow/agentflow/internal/tracing"
 	"github.com/agentflow/agentflow/worker"
 	"github.com/agentflow/agentflow/workflows"
 )
@@ -153,6 +154,9 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 	}
 	if err := worker.CheckSharedStore(f.Store, f.CheckpointKeyFile); err != nil {
 		return worker.Config{}, usageErr("%v", err)
+	}
+	if err := tracing.CheckEnv(os.Getenv); err != nil {
+		return worker.Config{}, usageErr("tracing: %v", err)
 	}
 	policy := secrets.Policy{EnvAllow: f.SecretEnvAllow, FileRoots: f.SecretFileRoots, VaultPrefixes: f.SecretVaultPrefixes}
 	if err := policy.Check(); err != nil {
