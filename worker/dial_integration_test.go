@@ -15,6 +15,7 @@ import (
 	"github.com/agentflow/agentflow/internal/metrics"
 	"github.com/agentflow/agentflow/internal/temporalconn"
 	"github.com/agentflow/agentflow/internal/testenv"
+	"github.com/agentflow/agentflow/internal/tracing"
 )
 
 // TestDialOverMutualTLS: the worker reaches a real server behind mutual
@@ -33,7 +34,7 @@ func TestDialOverMutualTLS(t *testing.T) {
 	}
 
 	c, err := dial(t.Context(), cfg(temporalconn.Security{CAFile: pki.CAFile, CertFile: pki.ClientCert, KeyFile: pki.ClientKey,
-		ServerName: "temporal.test"}), metrics.New())
+		ServerName: "temporal.test"}), metrics.New(), tracing.Off())
 	require.NoError(t, err)
 	c.Close()
 
@@ -44,7 +45,7 @@ func TestDialOverMutualTLS(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
-			_, err := dial(ctx, cfg(s), metrics.New())
+			_, err := dial(ctx, cfg(s), metrics.New(), tracing.Off())
 			require.ErrorContains(t, err, "TLS")
 			require.NoError(t, ctx.Err(), "gave up at once instead of retrying for DialTimeout")
 		})
