@@ -153,8 +153,8 @@ func TestPreflight(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			res := &countingResolver{
-				r:  &secrets.Sources{Policy: secrets.Policy{EnvAllow: []string{"AF_PF_OK", "AF_PF_UNSET"}}},
-				n:  map[string]int{},
+				r: &secrets.Sources{Policy: secrets.Policy{EnvAllow: []string{"AF_PF_OK", "AF_PF_UNSET"}}},
+				n: map[string]int{},
 				leak: func() string {
 					if tc.leak {
 						return pfSecretValue
