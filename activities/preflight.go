@@ -53,7 +53,7 @@ const (
 )
 
 // PreflightTimeout bounds one check (an image's registry, a DNS lookup, a
-// vault read) within the activity's own deadline.
+// vault read); checkBudget shortens it to fit the activity's deadline.
 const PreflightTimeout = 10 * time.Second
 
 // preflightParallel bounds the checks in flight at once.
@@ -160,11 +160,12 @@ func (a *Activities) Preflight(ctx context.Context, req PreflightRequest) (*Pref
 		}
 	}
 
+	budget := checkBudget(ctx, time.Now())
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(preflightParallel)
 	for _, job := range jobs {
 		g.Go(func() error {
-			cctx, cancel := context.WithTimeout(gctx, PreflightTimeout)
+			cctx, cancel := context.WithTimeout(gctx, budget)
 			defer cancel()
 			job(cctx)
 			return nil
@@ -185,6 +186,19 @@ func (a *Activities) Preflight(ctx context.Context, req PreflightRequest) (*Pref
 	}
 	a.log.InfoContext(ctx, "preflight", "checks", len(rep.Checks), "failed", rep.Failed())
 	return rep, nil
+}
+
+// checkBudget is how long one check may take: PreflightTimeout, or less
+// when the activity's deadline is nearer, so that a slow check ends as a
+// failed line while there is still time to report (a fifth of what is
+// left, at least a second, is kept for that).
+func checkBudget(ctx context.Context, now time.Time) time.Duration {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return PreflightTimeout
+	}
+	left := deadline.Sub(now)
+	return max(min(PreflightTimeout, left-max(left/5, time.Second)), 100*time.Millisecond)
 }
 
 func (a *Activities) checkImage(ctx context.Context, c *PreflightCheck) {

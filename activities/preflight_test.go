@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -222,4 +223,31 @@ func TestPreflightRequestFor(t *testing.T) {
 			Egress: []spec.EgressRule{{Host: "api.example.com", Port: 443}}},
 		{ID: "send", Image: "img-b"},
 	}}, got)
+}
+
+func TestCheckBudget(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		name string
+		left time.Duration // 0: no deadline
+		want time.Duration
+	}{
+		{name: "no deadline", want: PreflightTimeout},
+		{name: "far deadline", left: time.Minute, want: PreflightTimeout},
+		{name: "30s default", left: 30 * time.Second, want: PreflightTimeout},
+		{name: "5s: a fifth kept", left: 5 * time.Second, want: 4 * time.Second},
+		{name: "2s: a second kept", left: 2 * time.Second, want: time.Second},
+		{name: "nearly gone", left: 500 * time.Millisecond, want: 100 * time.Millisecond},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			if tc.left > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadline(ctx, now.Add(tc.left))
+				defer cancel()
+			}
+			require.Equal(t, tc.want, checkBudget(ctx, now))
+		})
+	}
 }
