@@ -78,7 +78,9 @@ func TestRunDryRunPreflight(t *testing.T) {
 			args := append([]string{"run", "-f", e.writeSpec(t, fmt.Sprintf("preflight-%d", i), tc.spec), "--dry-run"}, tc.args...)
 			code, out, errOut := e.agentctl(t, args...)
 			require.Equal(t, tc.wantCode, code, "stdout: %s\nstderr: %s", out, errOut)
-			require.Contains(t, out, "STEP", "the table comes first")
+			if tc.wantCode != 1 {
+				require.Contains(t, out, "STEP", "the table comes first")
+			}
 			for _, w := range tc.wantOut {
 				require.Contains(t, out, w)
 			}

@@ -37,18 +37,18 @@ func (m *images) check(ctx context.Context, ref string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return m.inspectRemote(ctx, named)
+	return m.inspectRemote(ctx, ref, named)
 }
 
 // inspectRemote asks named's registry for its manifest, as the pull would
-// fetch it, and checks the registry's digest is the one pinned.
-func (m *images) inspectRemote(ctx context.Context, named reference.Canonical) (string, error) {
-	ref := named.String()
+// fetch it, and checks the registry's digest is the one pinned. Messages
+// name ref as the step wrote it.
+func (m *images) inspectRemote(ctx context.Context, ref string, named reference.Canonical) (string, error) {
 	auth, via, err := m.auth(ctx, named)
 	if err != nil {
 		return "", m.unavailable(ref, "its registry cannot be asked: registry credentials", err)
 	}
-	d, err := m.c.DistributionInspect(ctx, ref, auth)
+	d, err := m.c.DistributionInspect(ctx, named.String(), auth)
 	switch {
 	case errdefs.IsNotFound(err):
 		return "", m.notFound(ref, fmt.Sprintf("image %s is not on worker %s and its registry does not have it (%s)",
