@@ -94,6 +94,13 @@ type Options struct {
 	// "" is GPUPolicyRequire.
 	GPUPolicy GPUPolicy
 
+	// Images checks step images for the dry-run preflight (nil: the
+	// preflight reports images as not checked).
+	Images ImageChecker
+	// Hosts resolves egress hosts for the preflight as the worker's egress
+	// proxy would (nil: not checked).
+	Hosts HostLookup
+
 	// WebhookURLs receive every run-finished event, in addition to the
 	// spec's own notify URLs.
 	WebhookURLs []string

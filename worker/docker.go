@@ -92,8 +92,10 @@ func newDockerBackend(ctx context.Context, cfg Config, store *checkpoint.Sealed,
 		return nil, err
 	}
 	return &Backend{
-		GPU:  gpu,
-		Host: host,
+		GPU:    gpu,
+		Host:   host,
+		Images: host,
+		Hosts:  newEgressLookup(egress),
 		Ping: func(ctx context.Context) error {
 			_, err := dc.Ping(ctx)
 			return err

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"strings"
@@ -173,4 +175,65 @@ func CheckEgressCAFile(path string) error {
 			}
 		}
 	}
+}
+
+// egressLookup resolves egress hosts for the dry-run preflight
+// (activities.HostLookup) the way this worker's egress proxies resolve
+// them: the --egress-resolve overrides first, then DNS. The proxy runs in
+// a container on the worker's Docker daemon and uses the daemon's DNS,
+// which on one machine is the worker's; a worker that serves no egress
+// fails every lookup with the reason steps with egress would fail with.
+// Which addresses the proxy then refuses is decided at connect time, by
+// the proxy alone (internal/egressproxy).
+type egressLookup struct {
+	resolve     map[string]string
+	unavailable string
+	// dns defaults to net.DefaultResolver.LookupNetIP.
+	dns func(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// newEgressLookup is the lookup of a worker whose egress boundary has
+// opts (the Docker backend's resolved options).
+func newEgressLookup(opts docker.EgressOptions) *egressLookup {
+	return &egressLookup{resolve: opts.Resolve, unavailable: opts.Unavailable}
+}
+
+// LookupHost implements activities.HostLookup.
+func (l *egressLookup) LookupHost(ctx context.Context, host string) ([]netip.Addr, error) {
+	if l.unavailable != "" {
+		return nil, errors.New(l.unavailable)
+	}
+	if a, ok := l.resolve[host]; ok {
+		addr, err := netip.ParseAddr(a)
+		if err != nil {
+			return nil, fmt.Errorf("--egress-resolve %s=%s: %w", host, a, err)
+		}
+		return []netip.Addr{addr}, nil
+	}
+	dns := l.dns
+	if dns == nil {
+		dns = net.DefaultResolver.LookupNetIP
+	}
+	addrs, err := dns(ctx, "ip", host)
+	if err != nil {
+		var dnsErr *net.DNSError
+		if errors.As(err, &dnsErr) && dnsErr.IsNotFound {
+			return nil, fmt.Errorf("%s does not resolve on this worker (no such host)", host)
+		}
+		return nil, fmt.Errorf("resolve %s on this worker: %w", host, err)
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("%s resolves to no address on this worker", host)
+	}
+	return addrs, nil
+}
+
+// configEgressLookup is the lookup of a worker with an injected backend:
+// the configuration's overrides, then DNS.
+func configEgressLookup(cfg EgressConfig) *egressLookup {
+	l := &egressLookup{resolve: cfg.Resolve}
+	if cfg.Disabled {
+		l.unavailable = egressDisabledReason
+	}
+	return l
 }

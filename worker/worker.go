@@ -175,6 +175,12 @@ type Backend struct {
 	// GPU reports that the host can attach GPUs to sandboxes. The Docker
 	// backend sets it when the daemon has an nvidia runtime registered.
 	GPU bool
+	// Images checks step images for the dry-run preflight without pulling
+	// (the Docker host); nil reports them as not checked.
+	Images activities.ImageChecker
+	// Hosts resolves egress hosts for the preflight as this worker's
+	// egress proxies would; nil: from Config.Egress (overrides, then DNS).
+	Hosts activities.HostLookup
 }
 
 func (c *Config) setDefaults() {
@@ -300,6 +306,11 @@ func Run(ctx context.Context, cfg Config) error {
 		defer backend.Close()
 	}
 
+	hosts := backend.Hosts
+	if hosts == nil {
+		hosts = configEgressLookup(cfg.Egress)
+	}
+
 	// Step logs go to stores.Logs (a prefix of the shared store, or the
 	// local log directory), streamed while tools run.
 	logs := logstore.New(stores.Logs, logstore.Options{Logger: log})
@@ -321,6 +332,9 @@ func Run(ctx context.Context, cfg Config) error {
 
 		GPUAvailable: backend.GPU,
 		GPUPolicy:    gpuPolicy,
+
+		Images: backend.Images,
+		Hosts:  hosts,
 	})
 	if !backend.GPU {
 		log.Info("sandbox host has no GPU runtime; steps that request GPUs follow the gpu policy", "gpu_policy", string(gpuPolicy))
@@ -328,6 +342,8 @@ func Run(ctx context.Context, cfg Config) error {
 
 	w := sdkworker.New(c, cfg.TaskQueue, TemporalOptions(cfg.MaxConcurrentSteps, cfg.StopTimeout))
 	w.RegisterWorkflowWithOptions(workflows.AgentWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	// run --dry-run's check on a worker of this queue (one Preflight activity).
+	w.RegisterWorkflowWithOptions(workflows.PreflightWorkflow, workflow.RegisterOptions{Name: workflows.PreflightWorkflowName})
 	w.RegisterActivity(acts)
 	// The tool registry's workflow and its probe activity (tool register).
 	registry.RegisterWithOptions(w, &registry.Prober{Host: backend.Host, Labels: cfg.SandboxLabels})

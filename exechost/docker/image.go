@@ -32,6 +32,9 @@ const DefaultPullTimeout = 10 * time.Minute
 type imageClient interface {
 	ImageInspect(ctx context.Context, imageID string, inspectOpts ...client.ImageInspectOption) (image.InspectResponse, error)
 	ImagePull(ctx context.Context, ref string, options image.PullOptions) (io.ReadCloser, error)
+	// DistributionInspect asks the image's registry for its manifest
+	// (check: the dry-run preflight); nothing is downloaded.
+	DistributionInspect(ctx context.Context, imageRef, encodedRegistryAuth string) (registry.DistributionInspect, error)
 }
 
 // ImageError says why a step's image is not available on this worker. It
@@ -101,30 +104,15 @@ func (m *images) ensure(ctx context.Context, ref string) (image.InspectResponse,
 	if err != nil && !errdefs.IsNotFound(err) {
 		return image.InspectResponse{}, fmt.Errorf("inspect image %s: %w", ref, err)
 	}
-	named, pinned := pinnedName(ref)
 	if err == nil {
-		if pinned {
+		if named, pinned := pinnedName(ref); pinned {
 			return img, m.verify(ref, named, img)
 		}
 		return img, nil
 	}
-	switch {
-	case pinned:
-	case strings.HasPrefix(ref, "sha256:"):
-		return image.InspectResponse{}, m.notFound(ref, fmt.Sprintf(
-			"image %s is not on worker %s and a local image ID cannot be pulled; load the image on every worker or use repo@sha256:<digest>",
-			ref, m.worker), nil)
-	default:
-		return image.InspectResponse{}, m.notFound(ref, fmt.Sprintf(
-			"image %s is not on worker %s and is not pulled: only digest-pinned references (repo@sha256:<digest>) are pulled, never a tag",
-			ref, m.worker), nil)
-	}
-	domain := reference.Domain(named)
-	// Host names are case-insensitive; the port must match.
-	if len(m.registries) > 0 && !slices.ContainsFunc(m.registries, func(r string) bool { return strings.EqualFold(r, domain) }) {
-		return image.InspectResponse{}, m.notFound(ref, fmt.Sprintf(
-			"image %s is not on worker %s and its registry %s is not one this worker pulls from (%s)",
-			ref, m.worker, domain, strings.Join(m.registries, ", ")), nil)
+	named, err := m.pullable(ref)
+	if err != nil {
+		return image.InspectResponse{}, err
 	}
 	if err := m.pullOnce(ctx, named); err != nil {
 		return image.InspectResponse{}, err
@@ -139,6 +127,32 @@ func (m *images) ensure(ctx context.Context, ref string) (image.InspectResponse,
 		return image.InspectResponse{}, fmt.Errorf("inspect image %s: %w", ref, err)
 	}
 	return img, m.verify(ref, named, img)
+}
+
+// pullable decides whether ref, missing on the daemon, may be pulled: only
+// a digest-pinned reference, and only from an allowed registry. ensure and
+// check (the dry-run preflight) share this one rule.
+func (m *images) pullable(ref string) (reference.Canonical, error) {
+	named, pinned := pinnedName(ref)
+	switch {
+	case pinned:
+	case strings.HasPrefix(ref, "sha256:"):
+		return nil, m.notFound(ref, fmt.Sprintf(
+			"image %s is not on worker %s and a local image ID cannot be pulled; load the image on every worker or use repo@sha256:<digest>",
+			ref, m.worker), nil)
+	default:
+		return nil, m.notFound(ref, fmt.Sprintf(
+			"image %s is not on worker %s and is not pulled: only digest-pinned references (repo@sha256:<digest>) are pulled, never a tag",
+			ref, m.worker), nil)
+	}
+	domain := reference.Domain(named)
+	// Host names are case-insensitive; the port must match.
+	if len(m.registries) > 0 && !slices.ContainsFunc(m.registries, func(r string) bool { return strings.EqualFold(r, domain) }) {
+		return nil, m.notFound(ref, fmt.Sprintf(
+			"image %s is not on worker %s and its registry %s is not one this worker pulls from (%s)",
+			ref, m.worker, domain, strings.Join(m.registries, ", ")), nil)
+	}
+	return named, nil
 }
 
 // registryRe is a registry domain as image references name it:
@@ -223,19 +237,11 @@ func (m *images) pullOnce(ctx context.Context, named reference.Canonical) error 
 func (m *images) pull(ctx context.Context, named reference.Canonical) error {
 	ref := named.String()
 	start := time.Now()
-	creds, err := m.creds.lookup(ctx, reference.Domain(named))
-	if err != nil {
-		return m.unavailable(ref, "could not be pulled: registry credentials", err)
-	}
 	var opts image.PullOptions
-	if creds.source != "" {
-		if opts.RegistryAuth, err = registry.EncodeAuthConfig(creds.auth); err != nil {
-			return m.unavailable(ref, "could not be pulled: registry credentials", err)
-		}
-	}
-	via := "no credentials"
-	if creds.source != "" {
-		via = "credentials from " + creds.source
+	var via string
+	var err error
+	if opts.RegistryAuth, via, err = m.auth(ctx, named); err != nil {
+		return m.unavailable(ref, "could not be pulled: registry credentials", err)
 	}
 	m.log.Info("pulling image", "image", ref, "worker", m.worker, "credentials", via)
 	rc, err := m.c.ImagePull(ctx, ref, opts)
@@ -264,6 +270,22 @@ func (m *images) pull(ctx context.Context, named reference.Canonical) error {
 		// pull the image), so it is retried on the infrastructure budget.
 		return m.unavailable(ref, fmt.Sprintf("could not be pulled (%s)", via), err)
 	}
+}
+
+// auth is the encoded registry credentials of the worker for named's
+// registry ("" when it has none) and, for messages, where they came from.
+func (m *images) auth(ctx context.Context, named reference.Canonical) (encoded, via string, err error) {
+	creds, err := m.creds.lookup(ctx, reference.Domain(named))
+	if err != nil {
+		return "", "", err
+	}
+	if creds.source == "" {
+		return "", "no credentials", nil
+	}
+	if encoded, err = registry.EncodeAuthConfig(creds.auth); err != nil {
+		return "", "", err
+	}
+	return encoded, "credentials from " + creds.source, nil
 }
 
 func (m *images) notFound(ref, msg string, err error) *ImageError {

@@ -36,6 +36,12 @@ type fakeImages struct {
 	pullFn func(ctx context.Context, ref string) (io.ReadCloser, error)
 	// onPulled, if set, replaces what a successful pull stores.
 	onPulled func(f *fakeImages, ref string)
+	// remote is what the registry serves to a distribution inspect, by
+	// reference (missing: not found); remoteErr fails every one; asked
+	// records them (image_check_test.go).
+	remote    map[string]registry.DistributionInspect
+	remoteErr error
+	asked     []string
 }
 
 func (f *fakeImages) ImageInspect(_ context.Context, ref string, _ ...client.ImageInspectOption) (image.InspectResponse, error) {

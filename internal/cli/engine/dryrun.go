@@ -34,6 +34,9 @@ func printDryRun(w io.Writer, rep dryRunReport) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.Kind, img, strings.Join(s.DependsOn, ","))
 	}
 	tw.Flush()
+	if rep.Preflight != nil {
+		printPreflight(w, rep.TaskQueue, rep.Preflight)
+	}
 	if len(rep.Secrets) > 0 {
 		fmt.Fprintln(w, "secrets:")
 		for _, s := range rep.Secrets {

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/agentflow/agentflow/activities"
 	"github.com/agentflow/agentflow/internal/registry"
 	"github.com/agentflow/agentflow/internal/spec"
 	"github.com/agentflow/agentflow/workflows"
@@ -29,12 +30,16 @@ type runOptions struct {
 	Wait         bool
 	DryRun       bool
 	PollInterval time.Duration
+	// Offline: --dry-run checks on this machine only (no worker asked).
+	Offline          bool
+	PreflightTimeout time.Duration
 
-	dial dialer
+	dial      dialer
+	preflight preflightFunc
 }
 
 func newRunCmd(g *Options) *cobra.Command {
-	o := &runOptions{Options: g, dial: dialerFor(g)}
+	o := &runOptions{Options: g, dial: dialerFor(g), preflight: preflightOnWorker}
 	cmd := &cobra.Command{
 		Use: "run -f spec.yaml [--name N] [--input k=v]... [--input-file f.json] [--wait] [--dry-run]",
 		Long: `Parse, validate and compile the spec (exactly as 'validate'), type the inputs
@@ -45,16 +50,25 @@ later.
 
 --wait shows live per-step progress (a table redrawn in place on a terminal,
 one line per change otherwise), then the outputs; the exit code is 0 when
-the agent SUCCEEDED and 1 otherwise. --dry-run does every check (also that
-tools are registered and secrets are declared with resolvable sources) and
-starts nothing.`,
+the agent SUCCEEDED and 1 otherwise. --dry-run does every check and starts
+no agent: tools must be registered, and a worker of --task-queue checks,
+without running any tool, that every step's image is present or pullable on
+its Docker daemon, every secret resolves there (no value leaves the worker),
+GPU requests can be served and egress hosts resolve; one line per check,
+exit 2 when one fails, exit 1 when no worker answers within
+--preflight-timeout. --offline checks secrets on this machine instead and
+asks no worker.`,
 		Example: `  agentctl run -f specs/daily-tech-news.yaml --wait
   agentctl run -f specs/complaint-handler.yaml --name complaint-42 --input email_id=42
-  agentctl run -f spec.yaml --input-file inputs.json --input limit=5 --dry-run -o json`,
+  agentctl run -f spec.yaml --input-file inputs.json --input limit=5 --dry-run -o json
+  agentctl run -f spec.yaml --dry-run --task-queue gpu --preflight-timeout 1m`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.File == "" {
 				return usageErr("run: no spec given (use -f spec.yaml)")
+			}
+			if o.PreflightTimeout <= 0 {
+				return usageErr("--preflight-timeout must be positive")
 			}
 			return runRun(cmd.Context(), o)
 		},
@@ -63,7 +77,9 @@ starts nothing.`,
 	f := cmd.Flags()
 	f.StringVar(&o.Name, "name", "", "agent ID (workflow ID); default <spec-name>-<8 hex>")
 	f.BoolVar(&o.Wait, "wait", false, "wait for the run, showing per-step progress; exit 1 unless it SUCCEEDED")
-	f.BoolVar(&o.DryRun, "dry-run", false, "check everything, start nothing")
+	f.BoolVar(&o.DryRun, "dry-run", false, "check everything (on a worker of --task-queue), start nothing")
+	f.BoolVar(&o.Offline, "offline", false, "with --dry-run: check on this machine only, ask no worker")
+	f.DurationVar(&o.PreflightTimeout, "preflight-timeout", workflows.DefaultPreflightTimeout, "with --dry-run: how long to wait for a worker's preflight report")
 	f.DurationVar(&o.PollInterval, "poll-interval", defaultPollInterval, "status poll interval for --wait")
 	_ = f.MarkHidden("poll-interval")
 	return cmd
@@ -111,7 +127,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 
 	if o.DryRun {
-		return dryRun(o, plan, inputs, tools)
+		return dryRun(ctx, o, plan, inputs, tools, connect)
 	}
 	if _, err := connect(); err != nil {
 		return err
@@ -314,9 +330,13 @@ type dryRunReport struct {
 	Version string            `json:"version"`
 	Inputs  map[string]any    `json:"inputs"`
 	Tools   map[string]string `json:"tools,omitempty"`
-	Secrets []secretCheck     `json:"secrets,omitempty"`
-	Steps   []dryRunStep      `json:"steps"`
-	OK      bool              `json:"ok"`
+	// Secrets: the local check of --offline.
+	Secrets []secretCheck `json:"secrets,omitempty"`
+	// Preflight: the worker's report (without --offline).
+	TaskQueue string                      `json:"task_queue,omitempty"`
+	Preflight *activities.PreflightReport `json:"preflight,omitempty"`
+	Steps     []dryRunStep                `json:"steps"`
+	OK        bool                        `json:"ok"`
 }
 
 type dryRunStep struct {
@@ -328,15 +348,34 @@ type dryRunStep struct {
 	If        string   `json:"if,omitempty"`
 }
 
-func dryRun(o *runOptions, plan *spec.Plan, inputs map[string]any, tools map[string]string) error {
+// dryRun checks the inputs, asks a worker for its preflight (or, with
+// --offline, checks secrets here), prints the report and exits 2 when a
+// check failed.
+func dryRun(ctx context.Context, o *runOptions, plan *spec.Plan, inputs map[string]any, tools map[string]string, connect func() (client.Client, error)) error {
 	resolved, err := workflows.ResolveInputs(plan, inputs)
 	if err != nil {
 		return &ExitError{Code: ExitInvalid, Err: err}
 	}
-	rep := dryRunReport{Spec: plan.Name, Version: plan.Version, Inputs: resolved, Tools: tools, OK: true,
-		Secrets: checkSecrets(plan, os.LookupEnv, func(p string) error { _, err := os.Stat(p); return err })}
-	for _, s := range rep.Secrets {
-		rep.OK = rep.OK && s.OK
+	rep := dryRunReport{Spec: plan.Name, Version: plan.Version, Inputs: resolved, Tools: tools, OK: true}
+	if o.Offline {
+		rep.Secrets = checkSecrets(plan, os.LookupEnv, func(p string) error { _, err := os.Stat(p); return err })
+		for _, s := range rep.Secrets {
+			rep.OK = rep.OK && s.OK
+		}
+	} else {
+		c, err := connect()
+		if err != nil {
+			return err
+		}
+		agent := o.Name
+		if agent == "" {
+			agent = plan.Name
+		}
+		rep.TaskQueue = o.TaskQueue
+		if rep.Preflight, err = o.preflight(ctx, c, o.TaskQueue, agent, plan, o.PreflightTimeout); err != nil {
+			return err
+		}
+		rep.OK = rep.Preflight.Failed() == 0
 	}
 	for _, s := range plan.Steps {
 		ds := dryRunStep{ID: s.ID, Tool: s.Tool, Image: s.Image, DependsOn: s.DependsOn, If: s.If}
@@ -357,8 +396,13 @@ func dryRun(o *runOptions, plan *spec.Plan, inputs map[string]any, tools map[str
 	} else {
 		printDryRun(o.Streams.Out, rep)
 	}
-	if !rep.OK {
+	switch {
+	case rep.OK:
+		return nil
+	case rep.Preflight != nil:
+		return &ExitError{Code: ExitInvalid, Err: fmt.Errorf("dry run: %d of %d checks failed on worker %s",
+			rep.Preflight.Failed(), len(rep.Preflight.Checks), rep.Preflight.Worker)}
+	default:
 		return &ExitError{Code: ExitInvalid, Err: errors.New("dry run: some secrets are not resolvable")}
 	}
-	return nil
 }

@@ -301,6 +301,7 @@ func TestVerbsUsageErrors(t *testing.T) {
 	}{
 		{[]string{"run"}, "no spec given"},
 		{[]string{"run", "-f", badSpec}, "bad.yaml:"},
+		{[]string{"run", "-f", badSpec, "--dry-run", "--preflight-timeout", "0s"}, "--preflight-timeout must be positive"},
 		{[]string{"run", "-f", "x.yaml", "extra"}, "unknown command"},
 		{[]string{"inspect"}, "accepts 1 arg"},
 		{[]string{"list", "--filter", "status=NOPE"}, "want one of"},
