@@ -91,7 +91,10 @@ type Options struct {
 	// WebhookURLs receive every run-finished event, in addition to the
 	// spec's own notify URLs.
 	WebhookURLs []string
-	HTTPClient  *http.Client
+	// WebhookSecret signs every delivery (webhook.Sign: a timestamp and an
+	// HMAC-SHA256 header); nil sends them unsigned.
+	WebhookSecret []byte
+	HTTPClient    *http.Client
 }
 
 // Activities holds the dependencies of every agentflow activity. Activities
@@ -100,6 +103,7 @@ type Options struct {
 type Activities struct {
 	opts Options
 	log  *slog.Logger
+	now  func() time.Time // webhook signing time; tests move it
 }
 
 // New fills defaults.
@@ -132,7 +136,7 @@ func New(opts Options) *Activities {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Activities{opts: opts, log: log}
+	return &Activities{opts: opts, log: log, now: time.Now}
 }
 
 // DefaultIdentity is pid@hostname, the Temporal client's default identity.

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+
+	"github.com/agentflow/agentflow/webhook"
 )
 
 // WebhookEvent is the JSON body POSTed to webhooks when a run ends.
@@ -22,10 +24,17 @@ type WebhookEvent struct {
 }
 
 // RunFinished records run metrics and POSTs the event to the spec's notify
-// URLs and the worker's --webhook-url. A non-2xx answer or a transport
-// error fails the activity so Temporal retries it; deliveries are therefore
-// at-least-once, and every request carries Idempotency-Key: <run_id> so a
-// receiver can drop duplicates.
+// URLs and the worker's --webhook-url, once per terminal state the workflow
+// reaches (SUCCEEDED, FAILED, CANCELED: the workflow runs it on a
+// disconnected context, so a canceled run notifies too). A non-2xx answer
+// or a transport error fails the activity so Temporal retries it with
+// backoff (runFinishedOptions); a retry re-posts only to the targets not
+// yet delivered (heartbeat details, best effort), each request signed
+// afresh (webhook.Sign). Deliveries are therefore at least once, and every
+// request carries Idempotency-Key: <run_id> so a receiver can drop
+// duplicates. Every failed delivery counts as
+// agentflow_webhook_deliveries_total{result="error"}: the one place
+// delivery failures show in metrics (DECISIONS 205).
 func (a *Activities) RunFinished(ctx context.Context, ev RunEvent) error {
 	// Metrics once per run, not once per retry of a failed delivery.
 	if activity.GetInfo(ctx).Attempt <= 1 && a.opts.Metrics != nil {
@@ -45,8 +54,21 @@ func (a *Activities) RunFinished(ctx context.Context, ev RunEvent) error {
 	if err != nil {
 		return fmt.Errorf("encode webhook event: %w", err)
 	}
+	// Targets an earlier attempt of this activity delivered to (by index
+	// in targets, which is built the same way on every attempt).
+	var delivered []int
+	if activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &delivered)
+	}
+	done := make(map[int]bool, len(delivered))
+	for _, i := range delivered {
+		done[i] = true
+	}
 	var errs []error
-	for _, target := range targets {
+	for i, target := range targets {
+		if done[i] {
+			continue
+		}
 		err := a.post(ctx, target, ev.RunID, payload)
 		if a.opts.Metrics != nil {
 			result := "ok"
@@ -57,7 +79,10 @@ func (a *Activities) RunFinished(ctx context.Context, ev RunEvent) error {
 		}
 		if err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		delivered = append(delivered, i)
+		activity.RecordHeartbeat(ctx, delivered)
 	}
 	return errors.Join(errs...)
 }
@@ -77,7 +102,12 @@ func (a *Activities) post(ctx context.Context, target, runID string, payload []b
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "agentflow-worker")
-	req.Header.Set("Idempotency-Key", runID)
+	req.Header.Set(webhook.HeaderIdempotencyKey, runID)
+	if a.opts.WebhookSecret != nil {
+		// Signed per request: every retry carries a fresh timestamp, so a
+		// receiver's replay window holds for late retries too.
+		webhook.Sign(req.Header, a.opts.WebhookSecret, a.now(), payload)
+	}
 	resp, err := a.opts.HTTPClient.Do(req)
 	if err != nil {
 		// *url.Error repeats the full URL; keep only its cause.

@@ -65,7 +65,10 @@ type Config struct {
 	HealthAddr  string // "" → DefaultHealthAddr; "-" disables
 	MetricsAddr string // "" → DefaultMetricsAddr; same as HealthAddr → one server; "-" disables
 
-	WebhookURLs        []string
+	WebhookURLs []string
+	// WebhookSecret signs every webhook delivery (worker
+	// --webhook-secret-file, webhook.LoadSecret); nil: unsigned.
+	WebhookSecret      []byte
 	MaxConcurrentSteps int
 	// Store is the shared object store of checkpoints, logs and attempt
 	// results (--store, e.g. s3://bucket/prefix; objstore.Open): every
@@ -222,6 +225,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("secret policy: %w", err)
 	}
 	log.Info("secret sources this worker resolves (nothing else)", "policy", cfg.SecretPolicy.Summary())
+	log.Info("webhooks", "targets", len(cfg.WebhookURLs), "signed", cfg.WebhookSecret != nil)
 	m := metrics.New()
 
 	// The stores first: a wrong --store or a missing shared key is a
@@ -282,7 +286,8 @@ func Run(ctx context.Context, cfg Config) error {
 		Logger:      log,
 		Labels:      cfg.SandboxLabels,
 
-		WebhookURLs: cfg.WebhookURLs,
+		WebhookURLs:   cfg.WebhookURLs,
+		WebhookSecret: cfg.WebhookSecret,
 
 		GPUAvailable: backend.GPU,
 		GPUPolicy:    gpuPolicy,

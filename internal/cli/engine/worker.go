@@ -15,6 +15,7 @@ import (
 	"github.com/agentflow/agentflow/exechost/docker"
 	"github.com/agentflow/agentflow/exechost/gitsource"
 	"github.com/agentflow/agentflow/internal/secrets"
+	"github.com/agentflow/agentflow/webhook"
 	"github.com/agentflow/agentflow/worker"
 	"github.com/agentflow/agentflow/workflows"
 )
@@ -25,6 +26,7 @@ type workerFlags struct {
 	HealthAddr         string
 	MetricsAddr        string
 	WebhookURLs        []string
+	WebhookSecretFile  string
 	MaxConcurrentSteps int
 	Store              string
 	// StopTimeout: how long a stopping worker waits for running steps.
@@ -69,6 +71,8 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.HealthAddr, "health-addr", worker.DefaultHealthAddr, `listen address of /healthz ("-" disables)`)
 	fl.StringVar(&f.MetricsAddr, "metrics-addr", worker.DefaultMetricsAddr, `listen address of Prometheus /metrics (may equal --health-addr; "-" disables)`)
 	fl.StringArrayVar(&f.WebhookURLs, "webhook-url", nil, "POST a JSON event here when any run ends (repeatable)")
+	fl.StringVar(&f.WebhookSecretFile, "webhook-secret-file", "",
+		"file holding the shared secret (at least 16 bytes, mode 0600) that signs every webhook delivery: headers X-Agentflow-Timestamp and X-Agentflow-Signature-256 (sha256=HMAC of timestamp + \".\" + body; package webhook verifies); unset: deliveries are unsigned")
 	fl.IntVar(&f.MaxConcurrentSteps, "max-concurrent-steps", worker.DefaultMaxConcurrentSteps, "steps (sandboxes) this worker runs at once")
 	fl.StringVar(&f.Store, "store", os.Getenv("AGENTFLOW_STORE"),
 		`shared object store of checkpoints, logs and attempt results, so any worker can continue any step: s3://BUCKET[/PREFIX] (endpoint and credentials from AWS_ENDPOINT_URL[_S3], AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION) or file:///DIR; needs --checkpoint-key-file (env AGENTFLOW_STORE; default: the local --checkpoint-dir, --log-dir and --result-dir)`)
@@ -143,6 +147,12 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 	if err != nil {
 		return worker.Config{}, usageErr("--preflight: %v", err)
 	}
+	var webhookSecret []byte
+	if f.WebhookSecretFile != "" {
+		if webhookSecret, err = webhook.LoadSecret(f.WebhookSecretFile); err != nil {
+			return worker.Config{}, usageErr("--webhook-secret-file: %v", err)
+		}
+	}
 	if err := worker.CheckSharedStore(f.Store, f.CheckpointKeyFile); err != nil {
 		return worker.Config{}, usageErr("%v", err)
 	}
@@ -169,6 +179,7 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		HealthAddr:                  f.HealthAddr,
 		MetricsAddr:                 f.MetricsAddr,
 		WebhookURLs:                 f.WebhookURLs,
+		WebhookSecret:               webhookSecret,
 		MaxConcurrentSteps:          f.MaxConcurrentSteps,
 		Store:                       f.Store,
 		StopTimeout:                 f.StopTimeout,

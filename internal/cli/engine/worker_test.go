@@ -49,6 +49,8 @@ func TestWorkerAndDevUsageErrors(t *testing.T) {
 		{name: "worker huge warm pool", args: []string{"worker", "--warm-pool", "1000"}, want: "--warm-pool"},
 		{name: "worker zero warm pool idle", args: []string{"worker", "--warm-pool", "2", "--warm-pool-idle", "0s"}, want: "--warm-pool-idle"},
 		{name: "dev long warm pool idle", args: []string{"dev", "--warm-pool-idle", "1h"}, want: "--warm-pool-idle"},
+		{name: "worker webhook secret missing", args: []string{"worker", "--webhook-secret-file", "/nonexistent/webhook.secret"}, want: "--webhook-secret-file"},
+		{name: "dev webhook secret readable by others", args: []string{"dev", "--webhook-secret-file", "/etc/hostname"}, want: "want 0600"},
 		{name: "dev bad address", args: []string{"--address", "no-port", "dev"}, want: "invalid --address"},
 		{name: "dev bad port", args: []string{"--address", "127.0.0.1:http", "dev"}, want: "invalid port"},
 	}
@@ -70,6 +72,7 @@ func TestWorkerHelpListsFlags(t *testing.T) {
 		require.Contains(t, out.String(), f)
 	}
 	require.Contains(t, out.String(), "--git-root")
+	require.Contains(t, out.String(), "--webhook-secret-file")
 	require.Contains(t, out.String(), "--pull-registry")
 	require.Contains(t, out.String(), "--warm-pool")
 	require.Contains(t, out.String(), "--warm-pool-idle")
