@@ -118,6 +118,12 @@ type Config struct {
 	WarmPool     int
 	WarmPoolIdle time.Duration
 
+	// GCEvery: collect the state of runs past retention this often
+	// (worker --gc-every; 0: never); GCOlderThan is the retention
+	// (--gc-older-than; 0: DefaultGCOlderThan). See internal/gc.
+	GCEvery     time.Duration
+	GCOlderThan time.Duration
+
 	StopTimeout  time.Duration
 	ReapInterval time.Duration
 	// Identity names this worker to Temporal and in step results ("" →
@@ -197,6 +203,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.GCOlderThan <= 0 {
+		c.GCOlderThan = DefaultGCOlderThan
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -325,6 +334,8 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}
 	}()
+
+	startGC(reapCtx, &wg, cfg, c, stores, log)
 
 	servers, ready, err := serve(cfg, c, backend, m, log)
 	if err != nil {

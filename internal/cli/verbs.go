@@ -31,6 +31,7 @@ var EngineVerbs = []Verb{
 	{"schedule", "Manage cron schedules of specs (Temporal Schedules)"},
 	{"worker", "Run an agentflow worker (workflows, sandboxed steps, health, metrics)"},
 	{"dev", "Run a Temporal dev server and a worker in the foreground"},
+	{"gc", "Delete checkpoints, logs and attempt records of runs past retention"},
 }
 
 // Constructors builds the engine verbs, by verb name. Its keys must be

@@ -123,7 +123,7 @@ func (w *world) checkpoint(k RunKey, a int32) string {
 	m := checkpoint.Manifest{SchemaVersion: checkpoint.SchemaVersion, ID: id,
 		ExecutionID: activities.ExecutionIDFor(k.AgentID, k.RunID, "s", a), ImageDigest: "sha256:" + strings.Repeat("a", 64),
 		Resources: exechost.ResourceLimits{NanoCPUs: 1, MemoryBytes: 1, DiskBytes: 1, Pids: 1, Runtime: time.Second, MaxOutputBytes: 1},
-		SHA256: strings.Repeat("b", 64), SizeBytes: 10, CreatedAt: now, KeyID: "k", MAC: "m"}
+		SHA256:    strings.Repeat("b", 64), SizeBytes: 10, CreatedAt: now, KeyID: "k", MAC: "m"}
 	b, err := checkpoint.EncodeManifest(m)
 	require.NoError(w.t, err)
 	w.put(w.stores.Checkpoints, string(id)+".json", string(b))

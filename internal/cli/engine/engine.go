@@ -23,6 +23,7 @@ func Commands() cli.Constructors {
 		"schedule": newScheduleCmd,
 		"worker":   newWorkerCmd,
 		"dev":      newDevCmd,
+		"gc":       newGCCmd,
 	}
 }
 

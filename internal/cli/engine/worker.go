@@ -63,6 +63,9 @@ type workerFlags struct {
 	// The warm sandbox pool (exechost/docker pool.go).
 	WarmPool     int
 	WarmPoolIdle time.Duration
+	// Retention (internal/gc).
+	GCEvery     time.Duration
+	GCOlderThan time.Duration
 }
 
 func (f *workerFlags) register(cmd *cobra.Command) {
@@ -112,6 +115,10 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 		"pre-started sandboxes kept per pool key (image and limits of steps seen recently; network none, no GPU, no git workspace), each serving one attempt; 0: off")
 	fl.DurationVar(&f.WarmPoolIdle, "warm-pool-idle", docker.DefaultPoolMaxIdle,
 		fmt.Sprintf("how long a pre-started sandbox may wait to be taken before it is replaced; a pooled sandbox's in-container deadline is this much past its runtime (at most %s)", maxWarmPoolIdle))
+	fl.DurationVar(&f.GCEvery, "gc-every", 0,
+		"delete the checkpoints, logs and attempt records of runs past --gc-older-than this often (what agentctl gc does); 0: never")
+	f.GCOlderThan = worker.DefaultGCOlderThan
+	fl.Var(retentionFlag{&f.GCOlderThan}, "gc-older-than", "retention of --gc-every: runs closed longer ago than this lose their state (Go duration or days, e.g. 30d)")
 	fl.StringVar(&f.LogLevel, "log-level", "info", "debug|info|warn|error")
 	fl.StringVar(&f.LogFormat, "log-format", "text", "text|json")
 }
@@ -128,6 +135,12 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		return worker.Config{}, usageErr("--warm-pool must be between 0 and %d", maxWarmPool)
 	case f.WarmPoolIdle < time.Second || f.WarmPoolIdle > maxWarmPoolIdle:
 		return worker.Config{}, usageErr("--warm-pool-idle must be between 1s and %s", maxWarmPoolIdle)
+	}
+	switch {
+	case f.GCEvery < 0:
+		return worker.Config{}, usageErr("--gc-every must not be negative")
+	case f.GCEvery > 0 && f.GCOlderThan <= 0:
+		return worker.Config{}, usageErr("--gc-older-than must be positive")
 	}
 	logger, err := newLogger(errOut, f.LogLevel, f.LogFormat)
 	if err != nil {
@@ -200,6 +213,8 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		Egress:                      egress,
 		WarmPool:                    f.WarmPool,
 		WarmPoolIdle:                f.WarmPoolIdle,
+		GCEvery:                     f.GCEvery,
+		GCOlderThan:                 f.GCOlderThan,
 	}, nil
 }
 

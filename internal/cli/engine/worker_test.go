@@ -51,6 +51,11 @@ func TestWorkerAndDevUsageErrors(t *testing.T) {
 		{name: "dev long warm pool idle", args: []string{"dev", "--warm-pool-idle", "1h"}, want: "--warm-pool-idle"},
 		{name: "worker webhook secret missing", args: []string{"worker", "--webhook-secret-file", "/nonexistent/webhook.secret"}, want: "--webhook-secret-file"},
 		{name: "dev webhook secret readable by others", args: []string{"dev", "--webhook-secret-file", "/etc/hostname"}, want: "want 0600"},
+		{name: "worker negative gc interval", args: []string{"worker", "--gc-every", "-1h"}, want: "--gc-every"},
+		{name: "worker zero gc retention", args: []string{"worker", "--gc-every", "1h", "--gc-older-than", "0s"}, want: "--gc-older-than"},
+		{name: "worker bad gc retention", args: []string{"worker", "--gc-older-than", "thirty days"}, want: "--gc-older-than"},
+		{name: "gc bad retention", args: []string{"gc", "--older-than", "-3d"}, want: "--older-than"},
+		{name: "gc positional arg", args: []string{"gc", "now"}, want: "unknown command"},
 		{name: "dev bad address", args: []string{"--address", "no-port", "dev"}, want: "invalid --address"},
 		{name: "dev bad port", args: []string{"--address", "127.0.0.1:http", "dev"}, want: "invalid port"},
 	}
@@ -73,6 +78,8 @@ func TestWorkerHelpListsFlags(t *testing.T) {
 	}
 	require.Contains(t, out.String(), "--git-root")
 	require.Contains(t, out.String(), "--webhook-secret-file")
+	require.Contains(t, out.String(), "--gc-every")
+	require.Contains(t, out.String(), "--gc-older-than")
 	require.Contains(t, out.String(), "--pull-registry")
 	require.Contains(t, out.String(), "--warm-pool")
 	require.Contains(t, out.String(), "--warm-pool-idle")
