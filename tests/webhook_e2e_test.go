@@ -100,6 +100,7 @@ func TestWebhookOneSignedEventPerTerminalState(t *testing.T) {
 		c.WebhookURLs = []string{srv.URL + "/worker"}
 		c.WebhookSecret = secret
 	})
+	e.registerTools(t, "testtool")
 	stamp := time.Now().Format("150405")
 
 	cases := []struct {
@@ -146,5 +147,16 @@ func TestWebhookOneSignedEventPerTerminalState(t *testing.T) {
 				require.Empty(t, h.event.Webhooks, "receivers do not learn other targets")
 			}
 		})
+	}
+}
+
+// registerTools registers each named tool at version 1.0 with the image the
+// environment has for it.
+func (e *cliEnv) registerTools(t *testing.T, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		require.NotEmpty(t, e.images[name], "no image for %s", name)
+		code, _, errOut := e.agentctl(t, "tool", "register", "--name", name, "--version", "1.0", "--image", e.images[name])
+		require.Equal(t, 0, code, errOut)
 	}
 }
