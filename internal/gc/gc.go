@@ -92,9 +92,10 @@ type Report struct {
 	LogObjects   int       `json:"log_objects"`
 	Records      int       `json:"record_objects"`
 	KeptByResume int       `json:"checkpoints_kept_for_resumed_runs"`
-	// Unattributed: checkpoints whose manifest names no execution of a run
-	// Temporal knows (or does not decode); left alone.
-	Unattributed int `json:"checkpoints_unattributed"`
+	// CheckpointsLeft: checkpoints not of an expired run (a kept run's, or
+	// one whose manifest names no execution of a listed run or does not
+	// decode); left alone.
+	CheckpointsLeft int `json:"checkpoints_left"`
 	// Failed: deletions that failed (the next collection retries them).
 	Failed int `json:"failed"`
 }
@@ -142,11 +143,11 @@ func Collect(ctx context.Context, runs Runs, st Stores, opts Options) (Report, e
 			owner[id] = r.RunKey
 		}
 	}
-	doomed, unattributed, err := attribute(ctx, st.Checkpoints, owner)
+	doomed, left, err := attribute(ctx, st.Checkpoints, owner)
 	if err != nil {
 		return rep, err
 	}
-	rep.Unattributed = unattributed
+	rep.CheckpointsLeft = left
 
 	// A run started since the listing may be a resume of an expired run:
 	// what it carries is kept too (the window left is the deletion itself).
@@ -178,7 +179,7 @@ func Collect(ctx context.Context, runs Runs, st Stores, opts Options) (Report, e
 	}
 	log.Info("gc", "dry_run", rep.DryRun, "cutoff", rep.Cutoff, "runs_expired", rep.RunsExpired,
 		"objects", rep.Objects, "bytes", rep.Bytes, "checkpoints", rep.Checkpoints,
-		"kept_for_resumed_runs", rep.KeptByResume, "unattributed", rep.Unattributed, "failed", rep.Failed)
+		"kept_for_resumed_runs", rep.KeptByResume, "checkpoints_left", rep.CheckpointsLeft, "failed", rep.Failed)
 	if rep.Failed > 0 {
 		return rep, fmt.Errorf("gc: %d deletions failed (the next run retries them)", rep.Failed)
 	}
@@ -243,7 +244,7 @@ type doomedCheckpoint struct {
 
 // attribute reads every checkpoint manifest and returns those whose
 // execution belongs to an expired run (with their content object, when
-// present), and how many manifests it could not attribute.
+// present), and how many other manifests it found.
 func attribute(ctx context.Context, s objstore.Store, owner map[exechost.ExecutionID]RunKey) ([]doomedCheckpoint, int, error) {
 	infos, err := s.List(ctx, "")
 	if err != nil {
@@ -254,7 +255,7 @@ func attribute(ctx context.Context, s objstore.Store, owner map[exechost.Executi
 		byKey[in.Key] = in
 	}
 	var out []doomedCheckpoint
-	unattributed := 0
+	left := 0
 	for _, in := range infos {
 		name, ok := strings.CutSuffix(in.Key, ".json")
 		id := exechost.CheckpointID(name)
@@ -266,11 +267,11 @@ func attribute(ctx context.Context, s objstore.Store, owner map[exechost.Executi
 			if ctx.Err() != nil {
 				return nil, 0, ctx.Err()
 			}
-			unattributed++
+			left++
 			continue
 		}
 		if _, ok := owner[exec]; !ok {
-			unattributed++
+			left++
 			continue
 		}
 		d := doomedCheckpoint{id: id, manifest: in}
@@ -278,7 +279,7 @@ func attribute(ctx context.Context, s objstore.Store, owner map[exechost.Executi
 		out = append(out, d)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
-	return out, unattributed, nil
+	return out, left, nil
 }
 
 // manifestExecution reads one manifest (bounded and schema-checked by

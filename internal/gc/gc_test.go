@@ -233,7 +233,7 @@ func TestCollect(t *testing.T) {
 	require.Equal(t, 3, got.RunsExpired)
 	require.Equal(t, 2, got.Checkpoints, "expired's two; failed's and raced's are carried by open runs")
 	require.Equal(t, 2, got.KeptByResume)
-	require.Equal(t, 5, got.Unattributed, "the checkpoints of recent, open, resumed and sched, and the orphan")
+	require.Equal(t, 5, got.CheckpointsLeft, "the checkpoints of recent, open, resumed and sched, and the orphan")
 	require.Equal(t, 2*2+4+4, got.Objects, "2 checkpoints (2 objects each), the logs and records of 3 runs (2+1+1 attempts)")
 	require.Equal(t, size(t, w.stores)+got.Bytes, sizeBefore, "bytes reported are bytes freed")
 

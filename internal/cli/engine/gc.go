@@ -119,8 +119,8 @@ func runGC(ctx context.Context, o *gcOptions) error {
 		fmt.Fprintf(o.Streams.Out, "runs past retention (closed before %s): %d (kept: %d)\n", rep.Cutoff.Format(time.RFC3339), rep.RunsExpired, rep.RunsKept)
 		fmt.Fprintf(o.Streams.Out, "%s %d objects, %d bytes: %d checkpoints, %d log objects, %d attempt records\n",
 			verb, rep.Objects, rep.Bytes, rep.Checkpoints, rep.LogObjects, rep.Records)
-		fmt.Fprintf(o.Streams.Out, "kept: %d checkpoints carried by resumed runs, %d checkpoints of other runs or unattributed\n",
-			rep.KeptByResume, rep.Unattributed)
+		fmt.Fprintf(o.Streams.Out, "kept: %d checkpoints carried by resumed runs; left: %d checkpoints of kept or unknown runs\n",
+			rep.KeptByResume, rep.CheckpointsLeft)
 	}
 	if err != nil {
 		return serverErr("gc: %w", err)
