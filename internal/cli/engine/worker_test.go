@@ -3,9 +3,14 @@ package engine
 import (
 	"bytes"
 	"context"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 )
 
@@ -85,5 +90,39 @@ func TestWorkerHelpListsFlags(t *testing.T) {
 	require.Contains(t, out.String(), "--warm-pool-idle")
 	for _, f := range []string{"--egress", "--egress-proxy-image", "--egress-network", "--egress-allow-cidr", "--egress-ca-file", "--egress-resolve", "--egress-max-connections"} {
 		require.Contains(t, out.String(), f)
+	}
+}
+
+// The webhook and retention flags reach the worker's configuration.
+func TestWorkerFlagsWebhookAndGC(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "webhook.secret")
+	require.NoError(t, os.WriteFile(secret, []byte("a-webhook-secret-of-some-length\n"), 0o600))
+	tests := []struct {
+		name      string
+		args      []string
+		wantEvery time.Duration
+		wantOlder time.Duration
+		wantSig   string
+	}{
+		{name: "defaults", args: nil, wantOlder: 30 * 24 * time.Hour},
+		{name: "all set", args: []string{"--webhook-url", "http://127.0.0.1:9/hook", "--webhook-secret-file", secret,
+			"--gc-every", "6h", "--gc-older-than", "7d"}, wantEvery: 6 * time.Hour, wantOlder: 7 * 24 * time.Hour,
+			wantSig: "a-webhook-secret-of-some-length"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var f workerFlags
+			cmd := &cobra.Command{Use: "worker"}
+			f.register(cmd)
+			require.NoError(t, cmd.ParseFlags(tc.args))
+			cfg, err := f.config(&Options{}, io.Discard)
+			require.NoError(t, err)
+			require.Equal(t, tc.wantEvery, cfg.GCEvery)
+			require.Equal(t, tc.wantOlder, cfg.GCOlderThan)
+			require.Equal(t, tc.wantSig, string(cfg.WebhookSecret))
+			if tc.wantSig != "" {
+				require.Equal(t, []string{"http://127.0.0.1:9/hook"}, cfg.WebhookURLs)
+			}
+		})
 	}
 }
