@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentflow/agentflow/internal/gc"
 	"github.com/agentflow/agentflow/internal/objstore"
+	"github.com/agentflow/agentflow/worker"
 	"github.com/agentflow/agentflow/workflows"
 )
 
@@ -151,5 +152,52 @@ func TestGCKeepsWhatOpenAndResumedRunsNeed(t *testing.T) {
 		}
 	}
 	code, _, _ = e.agentctl(t, "cancel", openID)
+	require.Equal(t, 0, code)
+}
+
+// TestWorkerGCEvery: a worker with --gc-every collects on its own: a closed
+// run's checkpoints go, an open run's stay.
+func TestWorkerGCEvery(t *testing.T) {
+	e := startCLIEnv(t, func(c *worker.Config) {
+		c.GCEvery = time.Second
+		c.GCOlderThan = time.Nanosecond // every closed run
+	})
+	if !e.real {
+		t.Skip("gc needs stored checkpoints: the real Docker host and the tool images (tools/build-images.sh)")
+	}
+	e.registerTools(t, "echo")
+	stamp := time.Now().Format("150405")
+	sp := e.writeSpec(t, "gc", fmt.Sprintf(gcSpec, stamp))
+	ckptDir := filepath.Join(e.dir, "checkpoints")
+	firstCheckpoint := func(id string) string {
+		var st workflows.Status
+		e.mustJSON(t, &st, "inspect", id)
+		require.NotEmpty(t, st.StepHistory[0].CheckpointID)
+		return st.StepHistory[0].CheckpointID
+	}
+	stored := func(ck string) bool {
+		_, err := os.Stat(filepath.Join(ckptDir, ck+".json"))
+		return err == nil
+	}
+	atReview := func(id string) bool {
+		v, err := e.client.QueryWorkflow(t.Context(), id, "", workflows.StatusQuery)
+		var st workflows.Status
+		return err == nil && v.Get(&st) == nil && st.CurrentStep == "review"
+	}
+
+	openID, closedID := "gcw-open-"+stamp, "gcw-closed-"+stamp
+	for _, id := range []string{openID, closedID} {
+		code, _, _ := e.agentctl(t, "run", "-f", sp, "--name", id)
+		require.Equal(t, 0, code)
+		require.Eventually(t, func() bool { return atReview(id) }, 2*time.Minute, 200*time.Millisecond)
+	}
+	openCk, closedCk := firstCheckpoint(openID), firstCheckpoint(closedID)
+	code, _, _ := e.agentctl(t, "cancel", closedID, "--wait")
+	require.Equal(t, 0, code)
+
+	require.Eventually(t, func() bool { return !stored(closedCk) }, 2*time.Minute, 200*time.Millisecond,
+		"the worker's gc deletes the closed run's checkpoint")
+	require.True(t, stored(openCk), "and leaves the open run's")
+	code, _, _ = e.agentctl(t, "cancel", openID, "--wait")
 	require.Equal(t, 0, code)
 }
