@@ -3,6 +3,8 @@ package activities
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,19 +56,22 @@ func (a *Activities) RunFinished(ctx context.Context, ev RunEvent) error {
 	if err != nil {
 		return fmt.Errorf("encode webhook event: %w", err)
 	}
-	// Targets an earlier attempt of this activity delivered to (by index
-	// in targets, which is built the same way on every attempt).
-	var delivered []int
+	// Targets an earlier attempt of this activity delivered to, by
+	// targetTag: workers may have different --webhook-url lists, so an
+	// index would not name the same target everywhere, and the URL itself
+	// must not reach Temporal (it may carry a token).
+	var delivered []string
 	if activity.HasHeartbeatDetails(ctx) {
 		_ = activity.GetHeartbeatDetails(ctx, &delivered)
 	}
-	done := make(map[int]bool, len(delivered))
-	for _, i := range delivered {
-		done[i] = true
+	done := make(map[string]bool, len(delivered))
+	for _, tag := range delivered {
+		done[tag] = true
 	}
 	var errs []error
-	for i, target := range targets {
-		if done[i] {
+	for _, target := range targets {
+		tag := targetTag(ev.RunID, target)
+		if done[tag] {
 			continue
 		}
 		err := a.post(ctx, target, ev.RunID, payload)
@@ -81,7 +86,7 @@ func (a *Activities) RunFinished(ctx context.Context, ev RunEvent) error {
 			errs = append(errs, err)
 			continue
 		}
-		delivered = append(delivered, i)
+		delivered = append(delivered, tag)
 		activity.RecordHeartbeat(ctx, delivered)
 	}
 	return errors.Join(errs...)
@@ -123,6 +128,13 @@ func (a *Activities) post(ctx context.Context, target, runID string, payload []b
 		return fmt.Errorf("webhook %s: status %d", redactURL(u), resp.StatusCode)
 	}
 	return nil
+}
+
+// targetTag names a delivered target in heartbeat details without its URL:
+// a hash keyed by the run, so it tells nothing across runs.
+func targetTag(runID, target string) string {
+	h := sha256.Sum256([]byte(runID + "\x00" + target))
+	return hex.EncodeToString(h[:8])
 }
 
 // redactURL keeps scheme and host only: webhook paths and queries often are

@@ -122,7 +122,7 @@ func (r *signedRecorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 
 // runFinishedAttempt runs one attempt of RunFinished as a retry would: with
 // the heartbeat details the previous attempt recorded.
-func runFinishedAttempt(t *testing.T, a *Activities, ev RunEvent, delivered []int) error {
+func runFinishedAttempt(t *testing.T, a *Activities, ev RunEvent, delivered []string) error {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(tlog.NewStructuredLogger(slog.New(slog.DiscardHandler)))
@@ -154,10 +154,11 @@ func TestRunFinishedSignsEveryDeliveryAfresh(t *testing.T) {
 	require.InDelta(t, 1, testutil.ToFloat64(m.WebhookDeliveries.WithLabelValues("error")), 0)
 	require.InDelta(t, 1, testutil.ToFloat64(m.WebhookDeliveries.WithLabelValues("ok")), 0)
 
-	// Attempt 2, a minute later, knows /worker (index 1) was delivered:
-	// only /spec is posted again, with a new timestamp and signature.
+	// Attempt 2, a minute later, knows /worker was delivered (its tag in
+	// the heartbeat details): only /spec is posted again, with a new
+	// timestamp and signature.
 	clock = clock.Add(time.Minute)
-	require.NoError(t, runFinishedAttempt(t, a, ev, []int{1}))
+	require.NoError(t, runFinishedAttempt(t, a, ev, []string{targetTag("run-1", srv.URL+"/worker")}))
 	require.Equal(t, []string{"/spec", "/worker", "/spec"}, rec.targets)
 
 	for i, h := range rec.got {
