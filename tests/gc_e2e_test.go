@@ -201,3 +201,63 @@ func TestWorkerGCEvery(t *testing.T) {
 	code, _, _ = e.agentctl(t, "cancel", openID, "--wait")
 	require.Equal(t, 0, code)
 }
+
+// TestGCKeepsScheduleLatestRun: a schedule's latest run keeps its state past
+// retention; once a newer run exists, the older one is collected.
+func TestGCKeepsScheduleLatestRun(t *testing.T) {
+	e := startCLIEnv(t)
+	if !e.real {
+		t.Skip("gc needs stored checkpoints: the real Docker host and the tool images (tools/build-images.sh)")
+	}
+	e.registerTools(t, "echo")
+	const id = "gc-sched"
+	spec := "name: " + id + "\nversion: \"1.0.0\"\nschedule: {cron: \"0 0 9 * * ?\"}\n" +
+		"steps:\n  - id: only\n    tool: echo:1.0\n    inputs: {write_input: true}\n"
+	code, _, errOut := e.agentctl(t, "schedule", "create", "-f", e.writeSpec(t, id, spec), "--id", id, "--paused")
+	require.Equal(t, 0, code, errOut)
+	t.Cleanup(func() { e.agentctl(t, "schedule", "delete", id) })
+	ckptDir := filepath.Join(e.dir, "checkpoints")
+	gcArgs := []string{"gc", "--older-than", "0s", "--checkpoint-dir", ckptDir, "--log-dir", e.logDir,
+		"--result-dir", filepath.Join(e.dir, "results"), "-o", "json"}
+
+	// trigger starts a run and returns its checkpoint once it has closed.
+	seen := map[string]bool{}
+	trigger := func() string {
+		code, _, _ := e.agentctl(t, "schedule", "trigger", id)
+		require.Equal(t, 0, code)
+		var agentID, runID string
+		require.Eventually(t, func() bool {
+			var d scheduleDoc
+			e.mustJSON(t, &d, "schedule", "describe", id, "-o", "json")
+			for _, a := range d.RecentActions {
+				if !seen[a.RunID] {
+					agentID, runID = a.AgentID, a.RunID
+					return true
+				}
+			}
+			return false
+		}, time.Minute, 200*time.Millisecond)
+		seen[runID] = true
+		require.NoError(t, e.client.GetWorkflow(t.Context(), agentID, runID).Get(t.Context(), nil))
+		var st workflows.Status
+		e.mustJSON(t, &st, "inspect", agentID, "--run-id", runID)
+		require.NotEmpty(t, st.StepHistory[0].CheckpointID)
+		return st.StepHistory[0].CheckpointID
+	}
+	stored := func(ck string) bool {
+		_, err := os.Stat(filepath.Join(ckptDir, ck+".json"))
+		return err == nil
+	}
+
+	first := trigger()
+	var rep gc.Report
+	e.mustJSON(t, &rep, gcArgs...)
+	require.Zero(t, rep.RunsExpired, "the schedule's only run is its latest")
+	require.True(t, stored(first))
+
+	second := trigger()
+	e.mustJSON(t, &rep, gcArgs...)
+	require.Equal(t, 1, rep.RunsExpired)
+	require.False(t, stored(first), "the older run of the schedule is collected")
+	require.True(t, stored(second), "the latest is kept")
+}
