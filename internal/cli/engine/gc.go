@@ -88,6 +88,15 @@ func runGC(ctx context.Context, o *gcOptions) error {
 	if o.ResultDir == "" {
 		o.ResultDir = worker.ResultDirFor(o.CheckpointDir)
 	}
+	if o.Store == "" {
+		// Opening a Dir creates it; gc on a machine without a worker's
+		// state would only make empty directories.
+		for _, d := range []string{o.CheckpointDir, o.LogDir, o.ResultDir} {
+			if _, err := os.Stat(d); err != nil {
+				return usageErr("no state directory %s (run gc where the worker keeps its state, or with --store): %v", d, err)
+			}
+		}
+	}
 	stores, err := worker.OpenStores(ctx, o.Store, o.CheckpointDir, o.LogDir, o.ResultDir)
 	if err != nil {
 		return usageErr("%v", err)

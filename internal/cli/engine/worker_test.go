@@ -60,6 +60,7 @@ func TestWorkerAndDevUsageErrors(t *testing.T) {
 		{name: "worker zero gc retention", args: []string{"worker", "--gc-every", "1h", "--gc-older-than", "0s"}, want: "--gc-older-than"},
 		{name: "worker bad gc retention", args: []string{"worker", "--gc-older-than", "thirty days"}, want: "--gc-older-than"},
 		{name: "gc bad retention", args: []string{"gc", "--older-than", "-3d"}, want: "--older-than"},
+		{name: "gc without state dirs", args: []string{"gc", "--checkpoint-dir", "/nonexistent/agentflow/checkpoints"}, want: "no state directory"},
 		{name: "gc positional arg", args: []string{"gc", "now"}, want: "unknown command"},
 		{name: "dev bad address", args: []string{"--address", "no-port", "dev"}, want: "invalid --address"},
 		{name: "dev bad port", args: []string{"--address", "127.0.0.1:http", "dev"}, want: "invalid port"},
