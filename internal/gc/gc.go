@@ -1,7 +1,7 @@
 // Package gc is agentflow's retention: it deletes the checkpoints, step
 // logs and attempt records of runs that closed longer ago than a cut-off,
 // and nothing that a run which is not past retention still needs
-// (`agentctl gc`, `worker --gc-every`; DECISIONS 206–213).
+// (`agentctl gc`, `worker --gc-every`; DECISIONS 207–213).
 //
 // What belongs to which run:
 //   - logs and attempt records are keyed <agent>/<run>/… (logstore,
