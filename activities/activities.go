@@ -104,7 +104,10 @@ type Options struct {
 	// WebhookURLs receive every run-finished event, in addition to the
 	// spec's own notify URLs.
 	WebhookURLs []string
-	HTTPClient  *http.Client
+	// WebhookSecret signs every delivery (webhook.Sign: a timestamp and an
+	// HMAC-SHA256 header); nil sends them unsigned.
+	WebhookSecret []byte
+	HTTPClient    *http.Client
 }
 
 // Activities holds the dependencies of every agentflow activity. Activities
@@ -114,6 +117,7 @@ type Activities struct {
 	opts   Options
 	log    *slog.Logger
 	tracer trace.Tracer
+	now    func() time.Time // webhook signing time; tests move it
 }
 
 // New fills defaults.
@@ -150,7 +154,7 @@ func New(opts Options) *Activities {
 	if tracer == nil {
 		tracer = noop.NewTracerProvider().Tracer("")
 	}
-	return &Activities{opts: opts, log: log, tracer: tracer}
+	return &Activities{opts: opts, log: log, tracer: tracer, now: time.Now}
 }
 
 // DefaultIdentity is pid@hostname, the Temporal client's default identity.

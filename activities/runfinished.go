@@ -3,6 +3,8 @@ package activities
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +14,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+
+	"github.com/agentflow/agentflow/webhook"
 )
 
 // WebhookEvent is the JSON body POSTed to webhooks when a run ends.
@@ -22,10 +26,17 @@ type WebhookEvent struct {
 }
 
 // RunFinished records run metrics and POSTs the event to the spec's notify
-// URLs and the worker's --webhook-url. A non-2xx answer or a transport
-// error fails the activity so Temporal retries it; deliveries are therefore
-// at-least-once, and every request carries Idempotency-Key: <run_id> so a
-// receiver can drop duplicates.
+// URLs and the worker's --webhook-url, once per terminal state the workflow
+// reaches (SUCCEEDED, FAILED, CANCELED: the workflow runs it on a
+// disconnected context, so a canceled run notifies too). A non-2xx answer
+// or a transport error fails the activity so Temporal retries it with
+// backoff (runFinishedOptions); a retry re-posts only to the targets not
+// yet delivered (heartbeat details, best effort), each request signed
+// afresh (webhook.Sign). Deliveries are therefore at least once, and every
+// request carries Idempotency-Key: <run_id> so a receiver can drop
+// duplicates. Every failed delivery counts as
+// agentflow_webhook_deliveries_total{result="error"}: the one place
+// delivery failures show in metrics (DECISIONS 205).
 func (a *Activities) RunFinished(ctx context.Context, ev RunEvent) error {
 	// Metrics once per run, not once per retry of a failed delivery.
 	if activity.GetInfo(ctx).Attempt <= 1 && a.opts.Metrics != nil {
@@ -45,8 +56,24 @@ func (a *Activities) RunFinished(ctx context.Context, ev RunEvent) error {
 	if err != nil {
 		return fmt.Errorf("encode webhook event: %w", err)
 	}
+	// Targets an earlier attempt of this activity delivered to, by
+	// targetTag: workers may have different --webhook-url lists, so an
+	// index would not name the same target everywhere, and the URL itself
+	// must not reach Temporal (it may carry a token).
+	var delivered []string
+	if activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &delivered)
+	}
+	done := make(map[string]bool, len(delivered))
+	for _, tag := range delivered {
+		done[tag] = true
+	}
 	var errs []error
 	for _, target := range targets {
+		tag := targetTag(ev.RunID, target)
+		if done[tag] {
+			continue
+		}
 		err := a.post(ctx, target, ev.RunID, payload)
 		if a.opts.Metrics != nil {
 			result := "ok"
@@ -57,7 +84,10 @@ func (a *Activities) RunFinished(ctx context.Context, ev RunEvent) error {
 		}
 		if err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		delivered = append(delivered, tag)
+		activity.RecordHeartbeat(ctx, delivered)
 	}
 	return errors.Join(errs...)
 }
@@ -77,7 +107,12 @@ func (a *Activities) post(ctx context.Context, target, runID string, payload []b
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "agentflow-worker")
-	req.Header.Set("Idempotency-Key", runID)
+	req.Header.Set(webhook.HeaderIdempotencyKey, runID)
+	if a.opts.WebhookSecret != nil {
+		// Signed per request: every retry carries a fresh timestamp, so a
+		// receiver's replay window holds for late retries too.
+		webhook.Sign(req.Header, a.opts.WebhookSecret, a.now(), payload)
+	}
 	resp, err := a.opts.HTTPClient.Do(req)
 	if err != nil {
 		// *url.Error repeats the full URL; keep only its cause.
@@ -93,6 +128,13 @@ func (a *Activities) post(ctx context.Context, target, runID string, payload []b
 		return fmt.Errorf("webhook %s: status %d", redactURL(u), resp.StatusCode)
 	}
 	return nil
+}
+
+// targetTag names a delivered target in heartbeat details without its URL:
+// a hash keyed by the run, so it tells nothing across runs.
+func targetTag(runID, target string) string {
+	h := sha256.Sum256([]byte(runID + "\x00" + target))
+	return hex.EncodeToString(h[:8])
 }
 
 // redactURL keeps scheme and host only: webhook paths and queries often are

@@ -101,7 +101,9 @@ func realHostProblem(t *testing.T, root string) (string, map[string]string, *doc
 	return "", images, dc
 }
 
-func startCLIEnv(t *testing.T) *cliEnv {
+// startCLIEnv starts a dev server and a worker; each with, if any, may
+// change the worker's configuration (webhooks, stores) before it starts.
+func startCLIEnv(t *testing.T, with ...func(*worker.Config)) *cliEnv {
 	t.Helper()
 	root := testenv.RepoRoot(t)
 	bin := testenv.TemporalBinary(t)
@@ -124,7 +126,7 @@ func startCLIEnv(t *testing.T) *cliEnv {
 		backend = &worker.Backend{Host: fake, Ping: func(context.Context) error { return nil }, Reap: func(context.Context) (int, error) { return 0, nil }}
 	}
 
-	st := startStack(t, bin, tmp, worker.Config{
+	cfg := worker.Config{
 		HealthAddr:    "-",
 		MetricsAddr:   "-",
 		CheckpointDir: filepath.Join(tmp, "checkpoints"),
@@ -132,7 +134,11 @@ func startCLIEnv(t *testing.T) *cliEnv {
 		StopTimeout:   10 * time.Second,
 		Backend:       backend,
 		SandboxLabels: map[string]string{"agentflow.test": "1", "agentflow.e2e": e.label},
-	}, nil)
+	}
+	for _, f := range with {
+		f(&cfg)
+	}
+	st := startStack(t, bin, tmp, cfg, nil)
 	e.address, e.client = st.address, st.client
 	return e
 }

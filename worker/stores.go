@@ -69,9 +69,31 @@ func openStores(ctx context.Context, cfg Config) (*Stores, error) {
 	if err := CheckSharedStore(cfg.Store, cfg.CheckpointKeyFile); err != nil {
 		return nil, err
 	}
+	s, err := OpenStores(ctx, cfg.Store, cfg.CheckpointDir, cfg.LogDir, cfg.ResultDir)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range s.sweep {
+		n, err := d.SweepTemp(ctx)
+		if err != nil {
+			// Not fatal: the leftovers cost space, not correctness.
+			cfg.Logger.Warn("sweep temp files of killed writers", "store", d.String(), "error", err)
+		}
+		if n > 0 {
+			cfg.Logger.Info("removed temp files of killed writers", "store", d.String(), "removed", n)
+		}
+	}
+	return s, nil
+}
+
+// OpenStores opens the state stores of a worker configured with these
+// settings (--store, else the three local directories), for the worker and
+// for what reads or collects its state from outside (agentctl gc). It
+// neither checks the shared key rule nor sweeps temp files.
+func OpenStores(ctx context.Context, store, checkpointDir, logDir, resultDir string) (*Stores, error) {
 	s := &Stores{}
-	if cfg.Store != "" {
-		root, err := objstore.Open(ctx, cfg.Store, os.Getenv)
+	if store != "" {
+		root, err := objstore.Open(ctx, store, os.Getenv)
 		if err != nil {
 			return nil, fmt.Errorf("--store: %w", err) // the error names the store
 		}
@@ -89,9 +111,9 @@ func openStores(ctx context.Context, cfg Config) (*Stores, error) {
 			path string
 			what string
 		}{
-			{&s.Checkpoints, cfg.CheckpointDir, "checkpoint dir"},
-			{&s.Logs, cfg.LogDir, "log dir"},
-			{&s.Results, cfg.ResultDir, "result dir"},
+			{&s.Checkpoints, checkpointDir, "checkpoint dir"},
+			{&s.Logs, logDir, "log dir"},
+			{&s.Results, resultDir, "result dir"},
 		} {
 			d, err := objstore.NewDir(x.path)
 			if err != nil {
@@ -101,16 +123,6 @@ func openStores(ctx context.Context, cfg Config) (*Stores, error) {
 			*x.dst = d
 			s.dirs = append(s.dirs, d)
 			s.sweep = append(s.sweep, d)
-		}
-	}
-	for _, d := range s.sweep {
-		n, err := d.SweepTemp(ctx)
-		if err != nil {
-			// Not fatal: the leftovers cost space, not correctness.
-			cfg.Logger.Warn("sweep temp files of killed writers", "store", d.String(), "error", err)
-		}
-		if n > 0 {
-			cfg.Logger.Info("removed temp files of killed writers", "store", d.String(), "removed", n)
 		}
 	}
 	return s, nil

@@ -74,7 +74,10 @@ type Config struct {
 	HealthAddr  string // "" → DefaultHealthAddr; "-" disables
 	MetricsAddr string // "" → DefaultMetricsAddr; same as HealthAddr → one server; "-" disables
 
-	WebhookURLs        []string
+	WebhookURLs []string
+	// WebhookSecret signs every webhook delivery (worker
+	// --webhook-secret-file, webhook.LoadSecret); nil: unsigned.
+	WebhookSecret      []byte
 	MaxConcurrentSteps int
 	// Store is the shared object store of checkpoints, logs and attempt
 	// results (--store, e.g. s3://bucket/prefix; objstore.Open): every
@@ -127,6 +130,12 @@ type Config struct {
 	// pool is drained when the worker stops.
 	WarmPool     int
 	WarmPoolIdle time.Duration
+
+	// GCEvery: collect the state of runs past retention this often
+	// (worker --gc-every; 0: never); GCOlderThan is the retention
+	// (--gc-older-than; 0: DefaultGCOlderThan). See internal/gc.
+	GCEvery     time.Duration
+	GCOlderThan time.Duration
 
 	StopTimeout  time.Duration
 	ReapInterval time.Duration
@@ -220,6 +229,9 @@ func (c *Config) setDefaults() {
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = DefaultDialTimeout
 	}
+	if c.GCOlderThan <= 0 {
+		c.GCOlderThan = DefaultGCOlderThan
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -247,6 +259,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("secret policy: %w", err)
 	}
 	log.Info("secret sources this worker resolves (nothing else)", "policy", cfg.SecretPolicy.Summary())
+	log.Info("webhooks", "targets", len(cfg.WebhookURLs), "signed", cfg.WebhookSecret != nil)
 	m := metrics.New()
 
 	tp := cfg.Tracing
@@ -328,7 +341,8 @@ func Run(ctx context.Context, cfg Config) error {
 		Tracer:      tp.Tracer(),
 		Labels:      cfg.SandboxLabels,
 
-		WebhookURLs: cfg.WebhookURLs,
+		WebhookURLs:   cfg.WebhookURLs,
+		WebhookSecret: cfg.WebhookSecret,
 
 		GPUAvailable: backend.GPU,
 		GPUPolicy:    gpuPolicy,
@@ -390,6 +404,8 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}
 	}()
+
+	startGC(reapCtx, &wg, cfg, c, stores, log)
 
 	servers, ready, err := serve(cfg, c, backend, m, log)
 	if err != nil {

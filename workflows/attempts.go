@@ -32,6 +32,15 @@ import (
 // at the maxInfraFailures-th infrastructure failure.
 const maxInfraFailures = 5
 
+// MaxAttempts is the highest attempt number a tool step can reach: its
+// `retries` tool failures and maxInfraFailures-1 infrastructure failures
+// before the attempt that ends it (earlier versions, one budget of
+// retries+1, stay below). Retention (internal/gc) derives the execution
+// IDs of a run's attempts from it.
+func MaxAttempts(ps *spec.PlanStep) int32 {
+	return int32(max(ps.Retries, 0) + maxInfraFailures)
+}
+
 // backoff is an exponential delay: initial × factor^(n-1), capped at max.
 type backoff struct {
 	initial time.Duration

@@ -32,6 +32,7 @@ var EngineVerbs = []Verb{
 	{"worker", "Run an agentflow worker (workflows, sandboxed steps, health, metrics)"},
 	{"dev", "Run a Temporal dev server and a worker in the foreground"},
 	{"setup", "Prepare a Temporal namespace for agentflow (search attributes, namespace)"},
+	{"gc", "Delete checkpoints, logs and attempt records of runs past retention"},
 }
 
 // Constructors builds the engine verbs, by verb name. Its keys must be

@@ -223,3 +223,27 @@ func TestDirErrorMapping(t *testing.T) {
 	require.NotErrorIs(t, other, objstore.ErrUnavailable)
 	require.ErrorContains(t, other, "odd")
 }
+
+// A Dir's DeletePrefix leaves no empty directory behind under the prefix,
+// and leaves a directory that is not empty.
+func TestDirDeletePrefixRemovesEmptyDirs(t *testing.T) {
+	root := t.TempDir()
+	d := newDir(t, root)
+	for _, k := range []string{"a/r1/s/1/end", "a/r1/s/2/end", "a/r2/s/1/end"} {
+		_, err := d.Put(t.Context(), k, strings.NewReader("x"), objstore.PutOptions{})
+		require.NoError(t, err)
+	}
+	// A stray file that is not an object keeps its directory.
+	require.NoError(t, os.WriteFile(filepath.Join(root, "a", "r2", "s", ".stray"), []byte("x"), 0o600))
+
+	_, err := d.DeletePrefix(t.Context(), "a/r1/")
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(root, "a", "r1"))
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	_, err = d.DeletePrefix(t.Context(), "a/r2/")
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(root, "a", "r2", "s", ".stray"))
+	require.NoError(t, err, "a directory with other entries stays")
+	_, err = os.Stat(filepath.Join(root, "a"))
+	require.NoError(t, err, "above the prefix nothing is removed")
+}

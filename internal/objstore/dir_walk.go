@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"path"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -106,4 +108,41 @@ func (d *Dir) SweepTemp(ctx context.Context) (int, error) {
 // isTemp reports whether a file name is one of Put's temp files.
 func isTemp(name string) bool {
 	return strings.HasPrefix(name, ".") && strings.Contains(name, tempMarker)
+}
+
+// DeletePrefix implements Store: the listed objects, then every directory
+// under prefix (and prefix's own) left empty, deepest first. A directory
+// that is not empty (a writer put something there meanwhile) stays.
+func (d *Dir) DeletePrefix(ctx context.Context, prefix string) ([]Info, error) {
+	if err := checkSegmentPrefix(prefix); err != nil {
+		return nil, err
+	}
+	infos, err := deleteListed(ctx, d, prefix)
+	if err != nil {
+		return infos, err
+	}
+	base := strings.TrimSuffix(prefix, "/")
+	dirs := map[string]bool{base: true}
+	for _, in := range infos {
+		for p := path.Dir(in.Key); strings.HasPrefix(p, base+"/"); p = path.Dir(p) {
+			dirs[p] = true
+		}
+	}
+	ordered := make([]string, 0, len(dirs))
+	for p := range dirs {
+		ordered = append(ordered, p)
+	}
+	// Deepest first, so a parent is tried after its children.
+	sort.Slice(ordered, func(i, j int) bool { return strings.Count(ordered[i], "/") > strings.Count(ordered[j], "/") })
+	for _, p := range ordered {
+		// Only directories: "a/b" may be an object while "a/b/" is asked.
+		if fi, err := d.root.Lstat(p); err != nil || !fi.IsDir() {
+			continue
+		}
+		if err := d.root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) &&
+			!errors.Is(err, syscall.EEXIST) && !errors.Is(err, syscall.ENOTDIR) {
+			return infos, d.err("delete", p, err)
+		}
+	}
+	return infos, nil
 }

@@ -127,5 +127,13 @@ func (m *Mem) Delete(_ context.Context, key string) error {
 	return nil
 }
 
+// DeletePrefix implements Store.
+func (m *Mem) DeletePrefix(ctx context.Context, prefix string) ([]Info, error) {
+	if err := checkSegmentPrefix(prefix); err != nil {
+		return nil, err
+	}
+	return deleteListed(ctx, m, prefix)
+}
+
 // String implements Store.
 func (m *Mem) String() string { return "mem" }

@@ -40,6 +40,14 @@ type Store interface {
 	List(ctx context.Context, prefix string) ([]Info, error)
 	// Delete removes the object; a missing key is not an error.
 	Delete(ctx context.Context, key string) error
+	// DeletePrefix removes every object under prefix, which names whole
+	// segments ("agent/run/": non-empty, ending in '/'; anything else is
+	// ErrInvalidKey), and returns the objects it removed. A Dir also
+	// removes the directories it leaves empty, which Delete does not (a
+	// writer may be about to use them): call it only on prefixes nobody
+	// writes any more (retention, internal/gc). On an error it returns
+	// what it removed before it.
+	DeletePrefix(ctx context.Context, prefix string) ([]Info, error)
 	// String names the store for messages ("dir /var/lib/agentflow",
 	// "s3://bucket/prefix").
 	String() string
@@ -130,6 +138,29 @@ func CheckKey(key string) error {
 	return nil
 }
 
+// checkSegmentPrefix is DeletePrefix's rule: whole segments, ending in '/'.
+func checkSegmentPrefix(prefix string) error {
+	if !strings.HasSuffix(prefix, "/") {
+		return fmt.Errorf("%w: prefix %q must end in '/'", ErrInvalidKey, prefix)
+	}
+	return CheckKey(strings.TrimSuffix(prefix, "/"))
+}
+
+// deleteListed deletes the listed objects one by one: the DeletePrefix of
+// stores without a batch delete.
+func deleteListed(ctx context.Context, s Store, prefix string) ([]Info, error) {
+	infos, err := s.List(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	for i, in := range infos {
+		if err := s.Delete(ctx, in.Key); err != nil {
+			return infos[:i], err
+		}
+	}
+	return infos, nil
+}
+
 // checkPrefix accepts "" or a key-shaped prefix that may end in '/'.
 func checkPrefix(prefix string) error {
 	if prefix == "" {
@@ -206,6 +237,17 @@ func (p *sub) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	return p.s.Delete(ctx, k)
+}
+
+func (p *sub) DeletePrefix(ctx context.Context, prefix string) ([]Info, error) {
+	if err := checkSegmentPrefix(prefix); err != nil {
+		return nil, err
+	}
+	infos, err := p.s.DeletePrefix(ctx, p.prefix+prefix)
+	for i := range infos {
+		infos[i].Key = strings.TrimPrefix(infos[i].Key, p.prefix)
+	}
+	return infos, err
 }
 
 func (p *sub) String() string { return p.s.String() + "/" + strings.TrimSuffix(p.prefix, "/") }

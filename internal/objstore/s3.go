@@ -361,6 +361,41 @@ func (s *S3) List(ctx context.Context, prefix string) ([]Info, error) {
 	return out, nil
 }
 
+// DeletePrefix implements Store: one listing, then batch deletes (S3
+// DeleteObjects, up to 1000 keys a request).
+func (s *S3) DeletePrefix(ctx context.Context, prefix string) ([]Info, error) {
+	if err := checkSegmentPrefix(prefix); err != nil {
+		return nil, err
+	}
+	infos, err := s.List(ctx, prefix)
+	if err != nil || len(infos) == 0 {
+		return nil, err
+	}
+	objs := make(chan minio.ObjectInfo, len(infos))
+	for _, in := range infos {
+		objs <- minio.ObjectInfo{Key: s.prefix + in.Key}
+	}
+	close(objs)
+	failed := map[string]bool{}
+	var first error
+	for e := range s.c.RemoveObjects(ctx, s.bucket, objs, minio.RemoveObjectsOptions{}) {
+		k := strings.TrimPrefix(e.ObjectName, s.prefix)
+		if merr := s.err(ctx, "delete", k, e.Err); !errors.Is(merr, ErrNotFound) {
+			failed[k] = true
+			if first == nil {
+				first = merr
+			}
+		}
+	}
+	done := infos[:0]
+	for _, in := range infos {
+		if !failed[in.Key] {
+			done = append(done, in)
+		}
+	}
+	return done, first
+}
+
 // Delete implements Store.
 func (s *S3) Delete(ctx context.Context, key string) error {
 	if err := CheckKey(key); err != nil {

@@ -24,6 +24,7 @@ func Commands() cli.Constructors {
 		"worker":   newWorkerCmd,
 		"dev":      newDevCmd,
 		"setup":    newSetupCmd,
+		"gc":       newGCCmd,
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/agentflow/agentflow/exechost/gitsource"
 	"github.com/agentflow/agentflow/internal/secrets"
 	"github.com/agentflow/agentflow/internal/tracing"
+	"github.com/agentflow/agentflow/webhook"
 	"github.com/agentflow/agentflow/worker"
 	"github.com/agentflow/agentflow/workflows"
 )
@@ -27,6 +28,7 @@ type workerFlags struct {
 	HealthAddr         string
 	MetricsAddr        string
 	WebhookURLs        []string
+	WebhookSecretFile  string
 	MaxConcurrentSteps int
 	Store              string
 	// StopTimeout: how long a stopping worker waits for running steps.
@@ -64,6 +66,9 @@ type workerFlags struct {
 	// The warm sandbox pool (exechost/docker pool.go).
 	WarmPool     int
 	WarmPoolIdle time.Duration
+	// Retention (internal/gc).
+	GCEvery     time.Duration
+	GCOlderThan time.Duration
 }
 
 func (f *workerFlags) register(cmd *cobra.Command) {
@@ -72,6 +77,8 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.HealthAddr, "health-addr", worker.DefaultHealthAddr, `listen address of /healthz ("-" disables)`)
 	fl.StringVar(&f.MetricsAddr, "metrics-addr", worker.DefaultMetricsAddr, `listen address of Prometheus /metrics (may equal --health-addr; "-" disables)`)
 	fl.StringArrayVar(&f.WebhookURLs, "webhook-url", nil, "POST a JSON event here when any run ends (repeatable)")
+	fl.StringVar(&f.WebhookSecretFile, "webhook-secret-file", "",
+		"file holding the shared secret (at least 16 bytes, mode 0600) that signs every webhook delivery: headers X-Agentflow-Timestamp and X-Agentflow-Signature-256 (sha256=HMAC of timestamp + \".\" + body; package webhook verifies); unset: deliveries are unsigned")
 	fl.IntVar(&f.MaxConcurrentSteps, "max-concurrent-steps", worker.DefaultMaxConcurrentSteps, "steps (sandboxes) this worker runs at once")
 	fl.StringVar(&f.Store, "store", os.Getenv("AGENTFLOW_STORE"),
 		`shared object store of checkpoints, logs and attempt results, so any worker can continue any step: s3://BUCKET[/PREFIX] (endpoint and credentials from AWS_ENDPOINT_URL[_S3], AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION) or file:///DIR; needs --checkpoint-key-file (env AGENTFLOW_STORE; default: the local --checkpoint-dir, --log-dir and --result-dir)`)
@@ -113,6 +120,10 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 		"pre-started sandboxes kept per pool key (image and limits of steps seen recently; network none, no GPU, no git workspace), each serving one attempt; 0: off")
 	fl.DurationVar(&f.WarmPoolIdle, "warm-pool-idle", docker.DefaultPoolMaxIdle,
 		fmt.Sprintf("how long a pre-started sandbox may wait to be taken before it is replaced; a pooled sandbox's in-container deadline is this much past its runtime (at most %s)", maxWarmPoolIdle))
+	fl.DurationVar(&f.GCEvery, "gc-every", 0,
+		"delete the checkpoints, logs and attempt records of runs past --gc-older-than this often (what agentctl gc does); 0: never")
+	f.GCOlderThan = worker.DefaultGCOlderThan
+	fl.Var(retentionFlag{&f.GCOlderThan}, "gc-older-than", "retention of --gc-every: runs closed longer ago than this lose their state (Go duration or days, e.g. 30d)")
 	fl.StringVar(&f.LogLevel, "log-level", "info", "debug|info|warn|error")
 	fl.StringVar(&f.LogFormat, "log-format", "text", "text|json")
 }
@@ -129,6 +140,12 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		return worker.Config{}, usageErr("--warm-pool must be between 0 and %d", maxWarmPool)
 	case f.WarmPoolIdle < time.Second || f.WarmPoolIdle > maxWarmPoolIdle:
 		return worker.Config{}, usageErr("--warm-pool-idle must be between 1s and %s", maxWarmPoolIdle)
+	}
+	switch {
+	case f.GCEvery < 0:
+		return worker.Config{}, usageErr("--gc-every must not be negative")
+	case f.GCEvery > 0 && f.GCOlderThan <= 0:
+		return worker.Config{}, usageErr("--gc-older-than must be positive")
 	}
 	logger, err := newLogger(errOut, f.LogLevel, f.LogFormat)
 	if err != nil {
@@ -151,6 +168,12 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 	preflight, err := worker.ParsePreflightMode(f.Preflight)
 	if err != nil {
 		return worker.Config{}, usageErr("--preflight: %v", err)
+	}
+	var webhookSecret []byte
+	if f.WebhookSecretFile != "" {
+		if webhookSecret, err = webhook.LoadSecret(f.WebhookSecretFile); err != nil {
+			return worker.Config{}, usageErr("--webhook-secret-file: %v", err)
+		}
 	}
 	if err := worker.CheckSharedStore(f.Store, f.CheckpointKeyFile); err != nil {
 		return worker.Config{}, usageErr("%v", err)
@@ -182,6 +205,7 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		HealthAddr:                  f.HealthAddr,
 		MetricsAddr:                 f.MetricsAddr,
 		WebhookURLs:                 f.WebhookURLs,
+		WebhookSecret:               webhookSecret,
 		MaxConcurrentSteps:          f.MaxConcurrentSteps,
 		Store:                       f.Store,
 		StopTimeout:                 f.StopTimeout,
@@ -203,6 +227,8 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		Egress:                      egress,
 		WarmPool:                    f.WarmPool,
 		WarmPoolIdle:                f.WarmPoolIdle,
+		GCEvery:                     f.GCEvery,
+		GCOlderThan:                 f.GCOlderThan,
 	}, nil
 }
 

@@ -3,9 +3,14 @@ package engine
 import (
 	"bytes"
 	"context"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 )
 
@@ -49,6 +54,14 @@ func TestWorkerAndDevUsageErrors(t *testing.T) {
 		{name: "worker huge warm pool", args: []string{"worker", "--warm-pool", "1000"}, want: "--warm-pool"},
 		{name: "worker zero warm pool idle", args: []string{"worker", "--warm-pool", "2", "--warm-pool-idle", "0s"}, want: "--warm-pool-idle"},
 		{name: "dev long warm pool idle", args: []string{"dev", "--warm-pool-idle", "1h"}, want: "--warm-pool-idle"},
+		{name: "worker webhook secret missing", args: []string{"worker", "--webhook-secret-file", "/nonexistent/webhook.secret"}, want: "--webhook-secret-file"},
+		{name: "dev webhook secret readable by others", args: []string{"dev", "--webhook-secret-file", "/etc/hostname"}, want: "want 0600"},
+		{name: "worker negative gc interval", args: []string{"worker", "--gc-every", "-1h"}, want: "--gc-every"},
+		{name: "worker zero gc retention", args: []string{"worker", "--gc-every", "1h", "--gc-older-than", "0s"}, want: "--gc-older-than"},
+		{name: "worker bad gc retention", args: []string{"worker", "--gc-older-than", "thirty days"}, want: "--gc-older-than"},
+		{name: "gc bad retention", args: []string{"gc", "--older-than", "-3d"}, want: "--older-than"},
+		{name: "gc without state dirs", args: []string{"gc", "--checkpoint-dir", "/nonexistent/agentflow/checkpoints"}, want: "no state directory"},
+		{name: "gc positional arg", args: []string{"gc", "now"}, want: "unknown command"},
 		{name: "dev bad address", args: []string{"--address", "no-port", "dev"}, want: "invalid --address"},
 		{name: "dev bad port", args: []string{"--address", "127.0.0.1:http", "dev"}, want: "invalid port"},
 	}
@@ -70,10 +83,47 @@ func TestWorkerHelpListsFlags(t *testing.T) {
 		require.Contains(t, out.String(), f)
 	}
 	require.Contains(t, out.String(), "--git-root")
+	require.Contains(t, out.String(), "--webhook-secret-file")
+	require.Contains(t, out.String(), "--gc-every")
+	require.Contains(t, out.String(), "--gc-older-than")
 	require.Contains(t, out.String(), "--pull-registry")
 	require.Contains(t, out.String(), "--warm-pool")
 	require.Contains(t, out.String(), "--warm-pool-idle")
 	for _, f := range []string{"--egress", "--egress-proxy-image", "--egress-network", "--egress-allow-cidr", "--egress-ca-file", "--egress-resolve", "--egress-max-connections"} {
 		require.Contains(t, out.String(), f)
+	}
+}
+
+// The webhook and retention flags reach the worker's configuration.
+func TestWorkerFlagsWebhookAndGC(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "webhook.secret")
+	require.NoError(t, os.WriteFile(secret, []byte("a-webhook-secret-of-some-length\n"), 0o600))
+	tests := []struct {
+		name      string
+		args      []string
+		wantEvery time.Duration
+		wantOlder time.Duration
+		wantSig   string
+	}{
+		{name: "defaults", args: nil, wantOlder: 30 * 24 * time.Hour},
+		{name: "all set", args: []string{"--webhook-url", "http://127.0.0.1:9/hook", "--webhook-secret-file", secret,
+			"--gc-every", "6h", "--gc-older-than", "7d"}, wantEvery: 6 * time.Hour, wantOlder: 7 * 24 * time.Hour,
+			wantSig: "a-webhook-secret-of-some-length"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var f workerFlags
+			cmd := &cobra.Command{Use: "worker"}
+			f.register(cmd)
+			require.NoError(t, cmd.ParseFlags(tc.args))
+			cfg, err := f.config(&Options{}, io.Discard)
+			require.NoError(t, err)
+			require.Equal(t, tc.wantEvery, cfg.GCEvery)
+			require.Equal(t, tc.wantOlder, cfg.GCOlderThan)
+			require.Equal(t, tc.wantSig, string(cfg.WebhookSecret))
+			if tc.wantSig != "" {
+				require.Equal(t, []string{"http://127.0.0.1:9/hook"}, cfg.WebhookURLs)
+			}
+		})
 	}
 }

@@ -36,6 +36,55 @@ func Run(t *testing.T, newStore func(t *testing.T) objstore.Store) {
 	t.Run("BigUnknownSize", func(t *testing.T) { testBig(t, newStore(t)) })
 	t.Run("List", func(t *testing.T) { testList(t, newStore(t)) })
 	t.Run("Sub", func(t *testing.T) { testSub(t, newStore(t)) })
+	t.Run("DeletePrefix", func(t *testing.T) { testDeletePrefix(t, newStore(t)) })
+}
+
+// testDeletePrefix: whole segments only, sizes of what it removed, nothing
+// else touched, the prefix usable again, through a Sub too.
+func testDeletePrefix(t *testing.T, s objstore.Store) {
+	ctx := t.Context()
+	put(t, s, "ag/run-1/step/1/000000.a.chunk", "12345")
+	put(t, s, "ag/run-1/step/1/end", "{}")
+	put(t, s, "ag/run-1/step/2.json", "abc")
+	put(t, s, "ag/run-10/step/1/end", "keep") // "ag/run-1" must not match it
+	put(t, s, "ag/run-2.json", "keep")
+
+	for _, bad := range []string{"", "ag/run-1", "/", "ag//", "../x/"} {
+		_, err := s.DeletePrefix(ctx, bad)
+		require.ErrorIs(t, err, objstore.ErrInvalidKey, "prefix %q", bad)
+	}
+	removed, err := s.DeletePrefix(ctx, "ag/run-1/")
+	require.NoError(t, err)
+	require.Equal(t, []string{"ag/run-1/step/1/000000.a.chunk", "ag/run-1/step/1/end", "ag/run-1/step/2.json"}, keys(removed))
+	var n int64
+	for _, in := range removed {
+		n += in.Size
+	}
+	require.Equal(t, int64(5+2+3), n, "sizes of the removed objects")
+
+	all, err := s.List(ctx, "")
+	require.NoError(t, err)
+	require.Equal(t, []string{"ag/run-10/step/1/end", "ag/run-2.json"}, keys(all))
+
+	// Nothing left: an empty answer, no error; the prefix takes objects again.
+	removed, err = s.DeletePrefix(ctx, "ag/run-1/")
+	require.NoError(t, err)
+	require.Empty(t, removed)
+	put(t, s, "ag/run-1/step/1/end", "again")
+	require.Equal(t, "again", get(t, s, "ag/run-1/step/1/end"))
+
+	// An object named like the prefix without its slash is not under it.
+	removed, err = s.DeletePrefix(ctx, "ag/run-2.json/")
+	require.NoError(t, err)
+	require.Empty(t, removed)
+	require.Equal(t, "keep", get(t, s, "ag/run-2.json"))
+
+	sub := objstore.Sub(s, "ag")
+	removed, err = sub.DeletePrefix(ctx, "run-10/")
+	require.NoError(t, err)
+	require.Equal(t, []string{"run-10/step/1/end"}, keys(removed))
+	_, err = s.Stat(ctx, "ag/run-10/step/1/end")
+	require.ErrorIs(t, err, objstore.ErrNotFound)
 }
 
 func put(t *testing.T, s objstore.Store, key, body string) objstore.Info {
