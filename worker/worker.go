@@ -29,6 +29,7 @@ import (
 	"github.com/agentflow/agentflow/internal/metrics"
 	"github.com/agentflow/agentflow/internal/registry"
 	"github.com/agentflow/agentflow/internal/secrets"
+	"github.com/agentflow/agentflow/internal/vaultkv"
 	"github.com/agentflow/agentflow/workflows"
 )
 
@@ -84,7 +85,14 @@ type Config struct {
 	LogDir                      string
 	// ResultDir keeps attempt results without Store ("" → ResultDirFor(CheckpointDir)).
 	ResultDir string
-	VaultDir  string // dev Vault for vault:// secrets; "" disables vault://
+	// DevVaultDir is the development Vault for vault:// secrets (a
+	// directory, secrets.DirVault; --dev-vault-dir). Vault, when set, is
+	// HashiCorp Vault's KV v2 instead (--vault-addr); at most one of the
+	// two; neither disables vault://. VaultKVMount is the KV mount of the
+	// short vault:// form ("" → secrets.DefaultVaultMount).
+	DevVaultDir  string
+	Vault        *vaultkv.Config
+	VaultKVMount string
 	// SecretPolicy: the secret sources this worker may resolve (worker
 	// --secret-env-allow, --secret-file-root, --secret-vault-prefix). The
 	// zero value allows none; Run refuses to start on an invalid one.
@@ -222,6 +230,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("secret policy: %w", err)
 	}
 	log.Info("secret sources this worker resolves (nothing else)", "policy", cfg.SecretPolicy.Summary())
+	resolver, err := secretResolver(cfg, log)
+	if err != nil {
+		return err
+	}
 	m := metrics.New()
 
 	// The stores first: a wrong --store or a missing shared key is a
@@ -277,7 +289,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Checkpoints: checkpointChecker,
 		HandBack:    handBack,
 		Logs:        logs,
-		Secrets:     secretResolver(cfg.SecretPolicy, cfg.VaultDir),
+		Secrets:     resolver,
 		Metrics:     m,
 		Logger:      log,
 		Labels:      cfg.SandboxLabels,
@@ -419,17 +431,6 @@ func reap(ctx context.Context, log *slog.Logger, b *Backend, m *metrics.Metrics)
 	if n > 0 {
 		log.Info("reaped orphaned sandboxes", "reaped", n)
 	}
-}
-
-// secretResolver: env://, file:// and vault:// as far as the policy allows;
-// vault:// from the dev Vault directory when configured (a real Vault
-// client would plug in here).
-func secretResolver(policy secrets.Policy, vaultDir string) secrets.Resolver {
-	s := &secrets.Sources{Policy: policy}
-	if vaultDir != "" {
-		s.Vault = secrets.DirVault{Dir: vaultDir}
-	}
-	return s
 }
 
 func serve(cfg Config, c client.Client, b *Backend, m *metrics.Metrics, log *slog.Logger) ([]*http.Server, Ready, error) {
