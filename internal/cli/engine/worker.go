@@ -36,13 +36,13 @@ type workerFlags struct {
 	LogDir                      string
 	ResultDir                   string
 	// vault:// backends (worker_vault.go).
-	Vault vaultFlags
-	LogLevel                    string
-	LogFormat                   string
-	SandboxLabels               []string
-	GPUPolicy                   string
-	GitRoots                    []string
-	Preflight                   string
+	Vault         vaultFlags
+	LogLevel      string
+	LogFormat     string
+	SandboxLabels []string
+	GPUPolicy     string
+	GitRoots      []string
+	Preflight     string
 	// Secret sources the operator allows (nothing by default).
 	SecretEnvAllow      []string
 	SecretFileRoots     []string
