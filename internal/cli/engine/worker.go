@@ -35,14 +35,12 @@ type workerFlags struct {
 	InsecureUnsignedCheckpoints bool
 	LogDir                      string
 	ResultDir                   string
-	// vault:// backends (worker_vault.go).
-	Vault         vaultFlags
-	LogLevel      string
-	LogFormat     string
-	SandboxLabels []string
-	GPUPolicy     string
-	GitRoots      []string
-	Preflight     string
+	LogLevel                    string
+	LogFormat                   string
+	SandboxLabels               []string
+	GPUPolicy                   string
+	GitRoots                    []string
+	Preflight                   string
 	// Secret sources the operator allows (nothing by default).
 	SecretEnvAllow      []string
 	SecretFileRoots     []string
@@ -62,6 +60,8 @@ type workerFlags struct {
 	// The warm sandbox pool (exechost/docker pool.go).
 	WarmPool     int
 	WarmPoolIdle time.Duration
+	// vault:// backends (worker_vault.go).
+	Vault vaultFlags
 }
 
 func (f *workerFlags) register(cmd *cobra.Command) {
