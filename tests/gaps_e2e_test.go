@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentflow/agentflow/activities"
+	"github.com/agentflow/agentflow/internal/failure"
 	"github.com/agentflow/agentflow/internal/spec"
 	"github.com/agentflow/agentflow/internal/testvault"
 	"github.com/agentflow/agentflow/workflows"
@@ -289,23 +290,23 @@ outputs:
 			name string
 			// worker returns the worker's vault flags and, after the run,
 			// checks what the vault saw.
-			worker   func(t *testing.T) (flags []string, after func(t *testing.T))
+			worker   func(t *testing.T) (flags []string, after func(t *testing.T, queue string))
 			gpuProbe bool
 		}{
-			{name: "dev vault dir", gpuProbe: true, worker: func(t *testing.T) ([]string, func(*testing.T)) {
+			{name: "dev vault dir", gpuProbe: true, worker: func(t *testing.T) ([]string, func(*testing.T, string)) {
 				vault := filepath.Join(t.TempDir(), "vault")
 				require.NoError(t, os.MkdirAll(filepath.Join(vault, "prod", "slack"), 0o700))
 				require.NoError(t, os.WriteFile(filepath.Join(vault, "prod", "slack", "webhook"), []byte(webhook+"\n"), 0o600))
-				return []string{"--dev-vault-dir", vault}, func(*testing.T) {}
+				return []string{"--dev-vault-dir", vault}, func(*testing.T, string) {}
 			}},
-			{name: "vault kv2 over tls", worker: func(t *testing.T) ([]string, func(*testing.T)) {
+			{name: "vault kv2 over tls", worker: func(t *testing.T) ([]string, func(*testing.T, string)) {
 				srv := testvault.Start(t, testvault.Options{TLS: true})
 				srv.Put("", "secret", "prod/slack", map[string]any{"webhook": webhook, "other": "not-for-this-step"})
 				srv.AddToken(vaultToken, "", testvault.Policy{Read: []string{"secret/data/prod/slack"}})
 				tokenFile := filepath.Join(t.TempDir(), "vault-token")
 				require.NoError(t, os.WriteFile(tokenFile, []byte(vaultToken+"\n"), 0o600))
 				flags := []string{"--vault-addr", srv.URL, "--vault-token-file", tokenFile, "--vault-ca-cert", srv.CACertFile}
-				return flags, func(t *testing.T) {
+				return flags, func(t *testing.T, queue string) {
 					require.Equal(t, []string{vaultToken}, srv.TokensSeen(), "the server saw the worker's token")
 					reqs := srv.Requests()
 					require.NotEmpty(t, reqs)
@@ -314,6 +315,7 @@ outputs:
 						require.Equal(t, "/v1/secret/data/prod/slack", r.Path)
 						require.Equal(t, 200, r.Status)
 					}
+					vaultOutage(t, e, srv, queue, "e2e-vault-outage-"+suffix)
 				}
 			}},
 		}
@@ -345,7 +347,7 @@ outputs:
 				posted := stepRecord(t, st, "post_to_slack").Output
 				require.Equal(t, true, posted["ok"])
 				require.NotEmpty(t, posted["queued"])
-				after(t)
+				after(t, queue)
 
 				// The webhook URL reached the notifier (it validates it) but no
 				// record of the run: history, step logs, checkpoints, worker log;
@@ -390,6 +392,52 @@ outputs:
 			})
 		}
 	})
+}
+
+// vaultOutage: while Vault answers 503 (sealed) a step's attempt fails
+// SecretUnavailable, an infrastructure failure the workflow retries; once
+// Vault answers again the step gets its secret (read by the explicit
+// mount/data/path form) and the run succeeds.
+func vaultOutage(t *testing.T, e *engineEnv, srv *testvault.Server, queue, id string) {
+	t.Helper()
+	srv.FailWith(503)
+	s := e.step("use", "testtool", map[string]any{"mode": "echoenv", "name": "HOOK"})
+	s.Env = map[string]string{"HOOK": "{{ .secrets.hook }}"}
+	s.Secrets = []string{"hook"}
+	p := plan("e2e-vault-outage", s)
+	p.Secrets = []spec.SecretDecl{{Name: "hook", Source: "vault://secret/data/prod/slack/webhook"}}
+	run := e.startOn(t, queue, id, p, nil)
+	// Vault comes back only once an attempt has failed: the retry, not the
+	// client's own retries within the attempt, must bridge the outage.
+	require.Eventually(t, func() bool {
+		v, err := e.client.QueryWorkflow(t.Context(), id, "", workflows.StatusQuery)
+		if err != nil {
+			return false
+		}
+		var st workflows.Status
+		if v.Get(&st) != nil {
+			return false
+		}
+		for _, r := range st.StepHistory {
+			if r.ID == "use" && len(r.AttemptHistory) > 0 && r.AttemptHistory[0].Status == workflows.AttemptFailed {
+				return true
+			}
+		}
+		return false
+	}, 2*time.Minute, 200*time.Millisecond)
+	srv.FailWith(0)
+	res, err := e.wait(t, run)
+	require.NoError(t, err)
+	require.Equal(t, workflows.RunSucceeded, res.Status)
+	r := stepRecord(t, e.status(t, id), "use")
+	require.GreaterOrEqual(t, len(r.AttemptHistory), 2)
+	first := r.AttemptHistory[0]
+	require.Equal(t, workflows.ClassInfrastructure, first.Class)
+	require.Equal(t, failure.SecretUnavailable, first.Type)
+	require.Contains(t, first.Error, "503")
+	require.Equal(t, workflows.AttemptSuccess, r.AttemptHistory[len(r.AttemptHistory)-1].Status)
+	require.Equal(t, true, r.Output["present"], "the tool did not receive the secret")
+	e.requireNoContainers(t, id)
 }
 
 // loadPlan compiles a YAML spec exactly as agentctl does (so implicit
