@@ -312,9 +312,11 @@ func toolName(req StepRequest) string {
 }
 
 // resolveSecrets resolves exactly the step's secrets. A secret that cannot
-// be resolved is InvalidInput, one the worker's policy refuses is
-// PolicyViolation (neither is retried): the error names the secret and its
-// source, never a value.
+// be resolved is InvalidInput, one the worker's policy (or the secret
+// store) refuses is PolicyViolation (neither is retried), one whose store
+// cannot answer now is SecretUnavailable (infrastructure, retried):
+// failure.SecretType decides. The error names the secret and its source,
+// never a value.
 func (a *Activities) resolveSecrets(ctx context.Context, sources map[string]string) (map[string]string, error) {
 	if len(sources) == 0 {
 		return map[string]string{}, nil
@@ -327,12 +329,14 @@ func (a *Activities) resolveSecrets(ctx context.Context, sources map[string]stri
 		if cerr := canceled(ctx); cerr != nil {
 			return nil, cerr // interrupted, not unresolvable
 		}
-		typ := ErrTypeInvalidInput
-		if errors.Is(err, secrets.ErrNotAllowed) {
-			// The worker's secret policy refused it: PolicyViolation, never
+		typ := failure.SecretType(err)
+		switch typ {
+		case ErrTypePolicy:
+			// The worker's secret policy (or Vault) refused it: never
 			// retried; the operator's log says which source and flag.
-			typ = ErrTypePolicy
 			a.log.Warn("secret source refused by the worker's policy", "error", err.Error())
+		case failure.SecretUnavailable:
+			a.log.Warn("secret store unavailable; the attempt is retried", "error", err.Error())
 		}
 		return nil, failf(typ, "resolve %v", err)
 	}

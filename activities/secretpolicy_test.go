@@ -2,7 +2,9 @@ package activities
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/agentflow/agentflow/internal/failure"
 	"github.com/agentflow/agentflow/internal/secrets"
 )
 
@@ -62,6 +65,46 @@ func TestRunStepRefusedSecretIsPolicyViolation(t *testing.T) {
 			require.Contains(t, logged, "secret source refused by the worker's policy")
 			require.Contains(t, logged, tc.source)
 			require.NotContains(t, logged, value)
+		})
+	}
+}
+
+// errResolver fails every secret with err.
+type errResolver struct{ err error }
+
+func (r errResolver) Resolve(context.Context, string) (string, error) { return "", r.err }
+
+// TestRunStepSecretStoreClasses: a Vault that cannot answer fails the
+// attempt as SecretUnavailable (infrastructure, retried); one that denies
+// the worker is a PolicyViolation; a missing secret InvalidInput. No
+// sandbox is provisioned in any case.
+func TestRunStepSecretStoreClasses(t *testing.T) {
+	tests := []struct {
+		name      string
+		err       error
+		wantType  string
+		retryable bool
+	}{
+		{"unavailable", fmt.Errorf("vault://prod/x/k: %w: GET secret/data/prod/x: 503", secrets.ErrUnavailable), failure.SecretUnavailable, true},
+		{"denied", fmt.Errorf("vault://prod/x/k: %w: 403 permission denied", secrets.ErrDenied), ErrTypePolicy, false},
+		{"not found", fmt.Errorf("vault://prod/x/k: %w: 404", secrets.ErrNotFound), ErrTypeInvalidInput, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.opts.Secrets = errResolver{err: tc.err}
+			req := baseReq()
+			req.SecretSources = map[string]string{"tok": "vault://prod/x/k"}
+			req.Input = map[string]any{"token": "{{ .secrets.tok }}"}
+			_, err := h.run(t, req)
+			var appErr *temporal.ApplicationError
+			require.ErrorAs(t, err, &appErr)
+			require.Equal(t, tc.wantType, appErr.Type())
+			require.Equal(t, !tc.retryable, appErr.NonRetryable())
+			require.Equal(t, tc.retryable, failure.Infrastructure(appErr.Type()))
+			require.Contains(t, appErr.Error(), "secret tok (vault://prod/x/k)")
+			provisions, _, _, _, _ := h.host.snapshot()
+			require.Empty(t, provisions)
 		})
 	}
 }

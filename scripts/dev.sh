@@ -153,14 +153,17 @@ up() {
     # Git workspaces come only from AGENTFLOW_GIT_ROOT (worker --git-root);
     # unset, the dev worker refuses git imports.
     # Secrets: a worker resolves only the sources its operator allows; the
-    # seed specs read vault://prod/slack/webhook, nothing else.
+    # seed specs read vault://prod/slack/webhook, nothing else, here from
+    # the development vault directory (a real Vault is worker --vault-addr,
+    # docs/DEPLOY.md; VAULT_ADDR is cleared so an operator's shell does not
+    # make this worker two vaults).
     # AGENTFLOW_RUNTIME=runsc runs every sandbox under gVisor
     # (scripts/install-runsc.sh registers it).
-    setsid "$AGENTCTL" worker --address "$TEMPORAL_ADDRESS" \
+    VAULT_ADDR= setsid "$AGENTCTL" worker --address "$TEMPORAL_ADDRESS" \
       ${AGENTFLOW_GIT_ROOT:+--git-root "$AGENTFLOW_GIT_ROOT"} \
       --checkpoint-dir "$DATA/checkpoints" --log-dir "$DATA/logs" \
       ${store_args[@]+"${store_args[@]}"} \
-      --vault-dir "$DATA/vault" --gpu-policy "${AGENTFLOW_GPU_POLICY:-ignore}" \
+      --dev-vault-dir "$DATA/vault" --gpu-policy "${AGENTFLOW_GPU_POLICY:-ignore}" \
       --secret-vault-prefix prod/slack \
       ${AGENTFLOW_RUNTIME:+--runtime "$AGENTFLOW_RUNTIME"} \
       --health-addr "$HEALTH_ADDR" --metrics-addr "$METRICS_ADDR" \

@@ -17,7 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentflow/agentflow/activities"
+	"github.com/agentflow/agentflow/internal/failure"
 	"github.com/agentflow/agentflow/internal/spec"
+	"github.com/agentflow/agentflow/internal/testvault"
 	"github.com/agentflow/agentflow/workflows"
 )
 
@@ -260,70 +262,165 @@ outputs:
 		e.requireNoContainers(t, id)
 	})
 
+	// The seed's webhook URL comes from vault://prod/slack/webhook: once
+	// from the development vault directory, once from a KV v2 server over
+	// TLS (internal/testvault: no Vault server can be built here) through
+	// --vault-addr and a token file. The GPU request is ignored in both.
 	t.Run("seed daily tech news with vault secret and gpu-policy ignore", func(t *testing.T) {
 		const webhook = "https://hooks.slack.com/services/T0E2E/B0E2E/e2eDailyNewsS3cretW3bhook"
-		vault := filepath.Join(t.TempDir(), "vault")
-		require.NoError(t, os.MkdirAll(filepath.Join(vault, "prod", "slack"), 0o700))
-		require.NoError(t, os.WriteFile(filepath.Join(vault, "prod", "slack", "webhook"), []byte(webhook+"\n"), 0o600))
-		queue, logFile := e.startWorkerProcess(t, "gpu-ignore", "--vault-dir", vault, "--secret-vault-prefix", "prod/slack", "--gpu-policy", "ignore")
-
-		id := "e2e-daily-news-" + suffix
-		news := filepath.Join(repoRoot(t), "specs", "daily-tech-news.yaml")
-		code, out, errOut := ctl.agentctl(t, "run", "-f", news, "--name", id, "--task-queue", queue, "--wait", "-o", "json")
-		require.Equal(t, 0, code, errOut)
-		var st workflows.Status
-		require.NoError(t, json.Unmarshal([]byte(out), &st))
-		require.Equal(t, workflows.RunSucceeded, st.Status)
-		requireStatuses(t, st, map[string]string{
-			"fetch_rss": "success", "summarize_news": "success", "render_md": "success", "post_to_slack": "success",
-		})
-		summary, _ := stepRecord(t, st, "summarize_news").Output["summary"].(string)
-		require.NotEmpty(t, summary)
-		require.Equal(t, float64(len([]rune(summary))), st.Outputs["summary_length"])
-		require.Equal(t, true, st.Outputs["posted_to_slack"])
-		// `now` is workflow time when render_md is scheduled: between start and end.
-		md, _ := stepRecord(t, st, "render_md").Output["markdown"].(string)
-		require.True(t, strings.Contains(md, "Daily Tech News Summary - "+st.StartedAt.UTC().Format("2006-01-02")) ||
-			strings.Contains(md, "Daily Tech News Summary - "+st.FinishedAt.UTC().Format("2006-01-02")), "markdown: %s", md)
-		posted := stepRecord(t, st, "post_to_slack").Output
-		require.Equal(t, true, posted["ok"])
-		require.NotEmpty(t, posted["queued"])
-
-		// The webhook URL reached the notifier (it validates it) but no
-		// record of the run: history, step logs, checkpoints, worker log.
-		hist := e.historyBytes(t, id, st.RunID)
-		require.False(t, bytes.Contains(hist, []byte(webhook)), "webhook URL in Temporal history")
-		require.False(t, bytes.Contains(hist, []byte("e2eDailyNewsS3cretW3bhook")), "webhook token in Temporal history")
-		require.True(t, bytes.Contains(hist, []byte("{{ .secrets.slack_webhook_url }}")), "history should keep the placeholder")
-		for _, dir := range []string{e.logDir, filepath.Join(e.tmp, "checkpoints-gpu-ignore")} {
-			requireNotInFiles(t, dir, "e2eDailyNewsS3cretW3bhook")
+		const vaultToken = "hvs.e2eDailyNewsWorkerT0ken"
+		variants := []struct {
+			name string
+			// worker returns the worker's vault flags and, after the run,
+			// checks what the vault saw.
+			worker   func(t *testing.T) (flags []string, after func(t *testing.T, queue string))
+			gpuProbe bool
+		}{
+			{name: "dev vault dir", gpuProbe: true, worker: func(t *testing.T) ([]string, func(*testing.T, string)) {
+				vault := filepath.Join(t.TempDir(), "vault")
+				require.NoError(t, os.MkdirAll(filepath.Join(vault, "prod", "slack"), 0o700))
+				require.NoError(t, os.WriteFile(filepath.Join(vault, "prod", "slack", "webhook"), []byte(webhook+"\n"), 0o600))
+				return []string{"--dev-vault-dir", vault}, func(*testing.T, string) {}
+			}},
+			{name: "vault kv2 over tls", worker: func(t *testing.T) ([]string, func(*testing.T, string)) {
+				srv := testvault.Start(t, testvault.Options{TLS: true})
+				srv.Put("", "secret", "prod/slack", map[string]any{"webhook": webhook, "other": "not-for-this-step"})
+				srv.AddToken(vaultToken, "", testvault.Policy{Read: []string{"secret/data/prod/slack"}})
+				tokenFile := filepath.Join(t.TempDir(), "vault-token")
+				require.NoError(t, os.WriteFile(tokenFile, []byte(vaultToken+"\n"), 0o600))
+				flags := []string{"--vault-addr", srv.URL, "--vault-token-file", tokenFile, "--vault-ca-cert", srv.CACertFile}
+				return flags, func(t *testing.T, queue string) {
+					require.Equal(t, []string{vaultToken}, srv.TokensSeen(), "the server saw the worker's token")
+					reqs := srv.Requests()
+					require.NotEmpty(t, reqs)
+					for _, r := range reqs {
+						require.Equal(t, "GET", r.Method)
+						require.Equal(t, "/v1/secret/data/prod/slack", r.Path)
+						require.Equal(t, 200, r.Status)
+					}
+					vaultOutage(t, e, srv, queue, "e2e-vault-outage-"+suffix)
+				}
+			}},
 		}
-		wlog, err := os.ReadFile(logFile)
-		require.NoError(t, err)
-		require.NotContains(t, string(wlog), "e2eDailyNewsS3cretW3bhook")
+		for i, v := range variants {
+			t.Run(v.name, func(t *testing.T) {
+				vaultFlags, after := v.worker(t)
+				name := fmt.Sprintf("news-%d", i)
+				flags := append(vaultFlags, "--secret-vault-prefix", "prod/slack", "--gpu-policy", "ignore")
+				queue, logFile := e.startWorkerProcess(t, name, flags...)
 
-		// The GPU request was ignored with a warning, and said so to the tool.
-		warned := false
-		for _, line := range strings.Split(string(wlog), "\n") {
-			if strings.Contains(line, "level=WARN") && strings.Contains(line, "running it without (gpu-policy ignore)") {
-				require.Contains(t, line, "step_id=summarize_news")
-				require.Contains(t, line, "gpus_requested=1")
-				warned = true
+				id := fmt.Sprintf("e2e-daily-news-%d-%s", i, suffix)
+				news := filepath.Join(repoRoot(t), "specs", "daily-tech-news.yaml")
+				code, out, errOut := ctl.agentctl(t, "run", "-f", news, "--name", id, "--task-queue", queue, "--wait", "-o", "json")
+				require.Equal(t, 0, code, errOut)
+				var st workflows.Status
+				require.NoError(t, json.Unmarshal([]byte(out), &st))
+				require.Equal(t, workflows.RunSucceeded, st.Status)
+				requireStatuses(t, st, map[string]string{
+					"fetch_rss": "success", "summarize_news": "success", "render_md": "success", "post_to_slack": "success",
+				})
+				summary, _ := stepRecord(t, st, "summarize_news").Output["summary"].(string)
+				require.NotEmpty(t, summary)
+				require.Equal(t, float64(len([]rune(summary))), st.Outputs["summary_length"])
+				require.Equal(t, true, st.Outputs["posted_to_slack"])
+				// `now` is workflow time when render_md is scheduled: between start and end.
+				md, _ := stepRecord(t, st, "render_md").Output["markdown"].(string)
+				require.True(t, strings.Contains(md, "Daily Tech News Summary - "+st.StartedAt.UTC().Format("2006-01-02")) ||
+					strings.Contains(md, "Daily Tech News Summary - "+st.FinishedAt.UTC().Format("2006-01-02")), "markdown: %s", md)
+				posted := stepRecord(t, st, "post_to_slack").Output
+				require.Equal(t, true, posted["ok"])
+				require.NotEmpty(t, posted["queued"])
+				after(t, queue)
+
+				// The webhook URL reached the notifier (it validates it) but no
+				// record of the run: history, step logs, checkpoints, worker log;
+				// nor did the Vault token.
+				hist := e.historyBytes(t, id, st.RunID)
+				require.False(t, bytes.Contains(hist, []byte(webhook)), "webhook URL in Temporal history")
+				require.False(t, bytes.Contains(hist, []byte("e2eDailyNewsS3cretW3bhook")), "webhook token in Temporal history")
+				require.False(t, bytes.Contains(hist, []byte(vaultToken)), "vault token in Temporal history")
+				require.True(t, bytes.Contains(hist, []byte("{{ .secrets.slack_webhook_url }}")), "history should keep the placeholder")
+				for _, dir := range []string{e.logDir, filepath.Join(e.tmp, "checkpoints-"+name)} {
+					requireNotInFiles(t, dir, "e2eDailyNewsS3cretW3bhook")
+					requireNotInFiles(t, dir, vaultToken)
+				}
+				wlog, err := os.ReadFile(logFile)
+				require.NoError(t, err)
+				require.NotContains(t, string(wlog), "e2eDailyNewsS3cretW3bhook")
+				require.NotContains(t, string(wlog), vaultToken)
+
+				// The GPU request was ignored with a warning, and said so to the tool.
+				warned := false
+				for _, line := range strings.Split(string(wlog), "\n") {
+					if strings.Contains(line, "level=WARN") && strings.Contains(line, "running it without (gpu-policy ignore)") {
+						require.Contains(t, line, "step_id=summarize_news")
+						require.Contains(t, line, "gpus_requested=1")
+						warned = true
+					}
+				}
+				require.True(t, warned, "no gpu-policy warning in the worker log")
+				e.requireNoContainers(t, id)
+				if !v.gpuProbe {
+					return
+				}
+				probeID := "e2e-gpu-ignore-" + suffix
+				s := e.step("probe", "testtool", map[string]any{"mode": "echoenv", "names": []any{activities.EnvGPUIgnored}})
+				s.Resources.GPUs = 1
+				res, err := e.wait(t, e.startOn(t, queue, probeID, plan("e2e-gpu-ignore", s), nil))
+				require.NoError(t, err)
+				require.Equal(t, workflows.RunSucceeded, res.Status)
+				values, _ := stepRecord(t, e.status(t, probeID), "probe").Output["values"].(map[string]any)
+				require.Equal(t, "1", values[activities.EnvGPUIgnored])
+				e.requireNoContainers(t, probeID)
+			})
+		}
+	})
+}
+
+// vaultOutage: while Vault answers 503 (sealed) a step's attempt fails
+// SecretUnavailable, an infrastructure failure the workflow retries; once
+// Vault answers again the step gets its secret (read by the explicit
+// mount/data/path form) and the run succeeds.
+func vaultOutage(t *testing.T, e *engineEnv, srv *testvault.Server, queue, id string) {
+	t.Helper()
+	srv.FailWith(503)
+	s := e.step("use", "testtool", map[string]any{"mode": "echoenv", "name": "HOOK"})
+	s.Env = map[string]string{"HOOK": "{{ .secrets.hook }}"}
+	s.Secrets = []string{"hook"}
+	p := plan("e2e-vault-outage", s)
+	p.Secrets = []spec.SecretDecl{{Name: "hook", Source: "vault://secret/data/prod/slack/webhook"}}
+	run := e.startOn(t, queue, id, p, nil)
+	// Vault comes back only once an attempt has failed: the retry, not the
+	// client's own retries within the attempt, must bridge the outage.
+	require.Eventually(t, func() bool {
+		v, err := e.client.QueryWorkflow(t.Context(), id, "", workflows.StatusQuery)
+		if err != nil {
+			return false
+		}
+		var st workflows.Status
+		if v.Get(&st) != nil {
+			return false
+		}
+		for _, r := range st.StepHistory {
+			if r.ID == "use" && len(r.AttemptHistory) > 0 && r.AttemptHistory[0].Status == workflows.AttemptFailed {
+				return true
 			}
 		}
-		require.True(t, warned, "no gpu-policy warning in the worker log")
-		probeID := "e2e-gpu-ignore-" + suffix
-		s := e.step("probe", "testtool", map[string]any{"mode": "echoenv", "names": []any{activities.EnvGPUIgnored}})
-		s.Resources.GPUs = 1
-		res, err := e.wait(t, e.startOn(t, queue, probeID, plan("e2e-gpu-ignore", s), nil))
-		require.NoError(t, err)
-		require.Equal(t, workflows.RunSucceeded, res.Status)
-		values, _ := stepRecord(t, e.status(t, probeID), "probe").Output["values"].(map[string]any)
-		require.Equal(t, "1", values[activities.EnvGPUIgnored])
-
-		e.requireNoContainers(t, id)
-		e.requireNoContainers(t, probeID)
-	})
+		return false
+	}, 2*time.Minute, 200*time.Millisecond)
+	srv.FailWith(0)
+	res, err := e.wait(t, run)
+	require.NoError(t, err)
+	require.Equal(t, workflows.RunSucceeded, res.Status)
+	r := stepRecord(t, e.status(t, id), "use")
+	require.GreaterOrEqual(t, len(r.AttemptHistory), 2)
+	first := r.AttemptHistory[0]
+	require.Equal(t, workflows.ClassInfrastructure, first.Class)
+	require.Equal(t, failure.SecretUnavailable, first.Type)
+	require.Contains(t, first.Error, "503")
+	require.Equal(t, workflows.AttemptSuccess, r.AttemptHistory[len(r.AttemptHistory)-1].Status)
+	require.Equal(t, true, r.Output["present"], "the tool did not receive the secret")
+	e.requireNoContainers(t, id)
 }
 
 // loadPlan compiles a YAML spec exactly as agentctl does (so implicit

@@ -32,6 +32,7 @@ import (
 	"github.com/agentflow/agentflow/internal/temporalconn"
 	"github.com/agentflow/agentflow/internal/temporalconn/sdkconn"
 	"github.com/agentflow/agentflow/internal/tracing"
+	"github.com/agentflow/agentflow/internal/vaultkv"
 	"github.com/agentflow/agentflow/workflows"
 )
 
@@ -96,7 +97,14 @@ type Config struct {
 	LogDir                      string
 	// ResultDir keeps attempt results without Store ("" → ResultDirFor(CheckpointDir)).
 	ResultDir string
-	VaultDir  string // dev Vault for vault:// secrets; "" disables vault://
+	// DevVaultDir is the development Vault for vault:// secrets (a
+	// directory, secrets.DirVault; --dev-vault-dir). Vault, when set, is
+	// HashiCorp Vault's KV v2 instead (--vault-addr); at most one of the
+	// two; neither disables vault://. VaultKVMount is the KV mount of the
+	// short vault:// form ("" → secrets.DefaultVaultMount).
+	DevVaultDir  string
+	Vault        *vaultkv.Config
+	VaultKVMount string
 	// SecretPolicy: the secret sources this worker may resolve (worker
 	// --secret-env-allow, --secret-file-root, --secret-vault-prefix). The
 	// zero value allows none; Run refuses to start on an invalid one.
@@ -260,6 +268,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	log.Info("secret sources this worker resolves (nothing else)", "policy", cfg.SecretPolicy.Summary())
 	log.Info("webhooks", "targets", len(cfg.WebhookURLs), "signed", cfg.WebhookSecret != nil)
+	resolver, err := secretResolver(cfg, log)
+	if err != nil {
+		return err
+	}
 	m := metrics.New()
 
 	tp := cfg.Tracing
@@ -335,7 +347,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Checkpoints: checkpointChecker,
 		HandBack:    handBack,
 		Logs:        logs,
-		Secrets:     secretResolver(cfg.SecretPolicy, cfg.VaultDir),
+		Secrets:     resolver,
 		Metrics:     m,
 		Logger:      log,
 		Tracer:      tp.Tracer(),
@@ -530,17 +542,6 @@ func reap(ctx context.Context, log *slog.Logger, b *Backend, m *metrics.Metrics)
 	if n > 0 {
 		log.Info("reaped orphaned sandboxes", "reaped", n)
 	}
-}
-
-// secretResolver: env://, file:// and vault:// as far as the policy allows;
-// vault:// from the dev Vault directory when configured (a real Vault
-// client would plug in here).
-func secretResolver(policy secrets.Policy, vaultDir string) secrets.Resolver {
-	s := &secrets.Sources{Policy: policy}
-	if vaultDir != "" {
-		s.Vault = secrets.DirVault{Dir: vaultDir}
-	}
-	return s
 }
 
 func serve(cfg Config, c client.Client, b *Backend, m *metrics.Metrics, log *slog.Logger) ([]*http.Server, Ready, error) {

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/agentflow/agentflow/exechost"
+	"github.com/agentflow/agentflow/internal/secrets"
 )
 
 // Failure classes of one step attempt (RunStep). The workflow's
@@ -34,6 +35,10 @@ const (
 	// local-only image ID it lacks, a digest the registry does not hold).
 	// Never retried.
 	ImageNotFound = "ImageNotFound"
+	// SecretUnavailable: the store holding a step's secret (Vault) could
+	// not be reached, failed or timed out. Infrastructure: retryable, like
+	// StoreUnavailable (the secret may well be there a minute later).
+	SecretUnavailable = "SecretUnavailable"
 	// WorkerLost: Temporal timed the attempt out (no heartbeat, or past its
 	// start-to-close budget): the worker running it died or froze. Not an
 	// ApplicationError type an activity returns: AgentWorkflow names
@@ -69,6 +74,7 @@ var retryable = map[string]bool{
 	SandboxLost:         true,
 	StoreUnavailable:    true,
 	ImageUnavailable:    true,
+	SecretUnavailable:   true,
 	WorkerLost:          true,
 	ImageNotFound:       false,
 	PolicyViolation:     false,
@@ -87,13 +93,14 @@ func Retryable(typ string) bool { return retryable[typ] }
 
 // stepTypes are the classes RunStep returns, in a fixed order.
 var stepTypes = []string{ToolFailed, Timeout, OutputLimit, PolicyViolation, InvalidInput, SandboxLost,
-	StoreUnavailable, ImageUnavailable, ImageNotFound}
+	StoreUnavailable, ImageUnavailable, ImageNotFound, SecretUnavailable}
 
 // infrastructure are the retryable classes that say nothing about the
 // tool: the sandbox, the worker, the store or the image source failed.
 // They are retried on their own budget, independently of a step's
 // `retries` (which counts tool failures only).
-var infrastructure = map[string]bool{SandboxLost: true, StoreUnavailable: true, ImageUnavailable: true, WorkerLost: true}
+var infrastructure = map[string]bool{SandboxLost: true, StoreUnavailable: true, ImageUnavailable: true,
+	SecretUnavailable: true, WorkerLost: true}
 
 // Infrastructure reports whether typ is an infrastructure failure (retried
 // on the infrastructure budget, counted apart from tool failures).
@@ -156,6 +163,23 @@ func HostType(err error, toolRan bool) string {
 		typ = SandboxLost
 	}
 	return typ
+}
+
+// SecretType classifies an error of resolving a secret (secrets.Resolver)
+// by its sentinel: a source the worker's operator or the secret store
+// refuses is PolicyViolation, a store that cannot answer now is
+// SecretUnavailable (retried), anything else (no such secret, key or
+// value, a malformed or unsupported source) InvalidInput. The caller
+// handles its own context's cancellation first.
+func SecretType(err error) string {
+	switch {
+	case errors.Is(err, secrets.ErrNotAllowed): // also secrets.ErrDenied
+		return PolicyViolation
+	case errors.Is(err, secrets.ErrUnavailable):
+		return SecretUnavailable
+	default:
+		return InvalidInput
+	}
 }
 
 // Typed is implemented by domain errors that already carry their class

@@ -10,12 +10,13 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/agentflow/agentflow/exechost"
+	"github.com/agentflow/agentflow/internal/secrets"
 )
 
 func TestRetryable(t *testing.T) {
 	for typ, want := range map[string]bool{
 		ToolFailed: true, Timeout: true, OutputLimit: true, SandboxLost: true,
-		StoreUnavailable: true, ImageUnavailable: true, WorkerLost: true, ImageNotFound: false,
+		StoreUnavailable: true, ImageUnavailable: true, WorkerLost: true, ImageNotFound: false, SecretUnavailable: true,
 		PolicyViolation: false, InvalidInput: false,
 		ToolConflict: false, ToolNotFound: false, ToolVersionMismatch: false, ToolProbeFailed: false,
 		AgentFailed: false, UnsupportedPlan: false,
@@ -100,7 +101,7 @@ func TestNew(t *testing.T) {
 
 func TestInfrastructure(t *testing.T) {
 	for _, typ := range StepTypes() {
-		want := typ == SandboxLost || typ == StoreUnavailable || typ == ImageUnavailable
+		want := typ == SandboxLost || typ == StoreUnavailable || typ == ImageUnavailable || typ == SecretUnavailable
 		require.Equal(t, want, Infrastructure(typ), typ)
 		if Infrastructure(typ) {
 			require.True(t, Retryable(typ), "infrastructure class %s must be retryable", typ)
@@ -109,4 +110,27 @@ func TestInfrastructure(t *testing.T) {
 	require.True(t, Infrastructure(WorkerLost), "a lost worker is infrastructure")
 	require.True(t, Retryable(WorkerLost))
 	require.False(t, Infrastructure("SomethingNobodyClassified"))
+}
+
+func TestSecretType(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"operator policy", fmt.Errorf("vault://x/y: %w: not under a prefix", secrets.ErrNotAllowed), PolicyViolation},
+		{"store denied (403)", &secrets.Error{Name: "s", Source: "vault://x/y", Err: fmt.Errorf("vault://x/y: %w", secrets.ErrDenied)}, PolicyViolation},
+		{"store unavailable", &secrets.Error{Name: "s", Source: "vault://x/y", Err: fmt.Errorf("%w: 503", secrets.ErrUnavailable)}, SecretUnavailable},
+		{"not found", fmt.Errorf("%w: 404", secrets.ErrNotFound), InvalidInput},
+		{"invalid", secrets.ErrInvalidSource, InvalidInput},
+		{"unsupported", secrets.ErrUnsupported, InvalidInput},
+		{"unclassified", errors.New("boom"), InvalidInput},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, SecretType(tc.err))
+		})
+	}
+	require.True(t, Infrastructure(SecretUnavailable), "retried on the infrastructure budget")
+	require.Contains(t, StepTypes(), SecretUnavailable)
 }

@@ -75,6 +75,9 @@ func ParseSource(src string) (Source, error) {
 				return Source{}, fmt.Errorf("%w %q: the path must not contain . or ..", ErrInvalidSource, src)
 			}
 		}
+		if err := checkVaultForm(rest); err != nil {
+			return Source{}, fmt.Errorf("%w %q: %v", ErrInvalidSource, src, err)
+		}
 		i := strings.LastIndex(rest, "/")
 		s.Path, s.Key = rest[:i], rest[i+1:]
 	default:
@@ -188,9 +191,13 @@ type Policy struct {
 	// (worker --secret-file-root). A path is resolved inside its root:
 	// symlinks may not leave it.
 	FileRoots []string
-	// VaultPrefixes: vault paths allowed, by whole segments: "prod/slack"
-	// allows vault://prod/slack/webhook and vault://prod/slack/x/key, not
-	// vault://prod/slackers/key (worker --secret-vault-prefix).
+	// VaultPrefixes: vault paths allowed, by whole segments, checked on
+	// where a source points (VaultRef), never on its spelling. A prefix is
+	// mapped like a source: "prod/slack" is path prod/slack of the worker's
+	// KV mount and allows vault://prod/slack/webhook,
+	// vault://prod/slack/x/key and vault://secret/data/prod/slack/webhook,
+	// not vault://prod/slackers/key; "kv/data/team" is path team of mount
+	// kv; "kv/data" all of mount kv (worker --secret-vault-prefix).
 	VaultPrefixes []string
 }
 
@@ -296,17 +303,19 @@ func (p Policy) fileRoot(s Source) (root, rel string, err error) {
 	return "", "", fmt.Errorf("%w: %s: the file is not under a secret root of this worker (the operator allows directories with %s DIR)", ErrNotAllowed, s.raw, FlagFileRoot)
 }
 
-func (p Policy) allowVault(s Source) error {
+// allowVault: the secret ref (s mapped with the worker's KV mount) is
+// under a prefix mapped the same way.
+func (p Policy) allowVault(s Source, ref VaultRef, mount string) error {
 	for _, pre := range p.VaultPrefixes {
 		c, err := cleanVaultPrefix(pre)
 		if err != nil {
 			continue
 		}
-		if s.Path == c || strings.HasPrefix(s.Path, c+"/") {
+		if mapVaultPrefix(c, mount).covers(ref) {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: %s: vault path %s is not under a prefix this worker allows (the operator allows prefixes with %s PREFIX)", ErrNotAllowed, s.raw, s.Path, FlagVaultPrefix)
+	return fmt.Errorf("%w: %s: vault secret %s/data/%s is not under a prefix this worker allows (the operator allows prefixes with %s PREFIX)", ErrNotAllowed, s.raw, ref.Mount, ref.Path, FlagVaultPrefix)
 }
 
 func isDir(p string) (bool, error) {

@@ -3,10 +3,12 @@
 // worker, inside the step activity, and only for the secrets a step
 // references; values never leave the worker except as exec environment.
 //
-// There is no Vault server here. vault:// goes through the Vault interface;
-// the development implementation (DirVault) maps vault://prod/slack/webhook
-// to the file <dir>/prod/slack/webhook. A real Vault (KV v2) client plugs in
-// behind the same interface without touching callers.
+// vault:// goes through the Vault interface, after the source is mapped to
+// its KV v2 location (VaultRef) and that location checked against the
+// operator's allow-list: internal/vaultkv reads HashiCorp Vault's KV v2
+// (worker --vault-addr); DirVault, for development, maps
+// vault://prod/slack/webhook to the file <dir>/prod/slack/webhook
+// (worker --dev-vault-dir).
 package secrets
 
 import (
@@ -30,6 +32,15 @@ var (
 	ErrNotFound = errors.New("secret not found")
 	// ErrInvalidSource: the source string is malformed.
 	ErrInvalidSource = errors.New("invalid secret source")
+	// ErrUnavailable: the store holding the secret (Vault) could not be
+	// reached, failed (5xx) or did not answer in time. Unlike the others a
+	// retry may fix it: the step activity fails the attempt as an
+	// infrastructure failure (failure.SecretUnavailable).
+	ErrUnavailable = errors.New("secret store unavailable")
+	// ErrDenied: the secret store refused this worker's credentials for
+	// the secret (Vault's 403). It is a policy refusal (it wraps
+	// ErrNotAllowed): the operator grants the worker's token the path.
+	ErrDenied = fmt.Errorf("%w: the secret store denied access", ErrNotAllowed)
 )
 
 // Resolver turns a secret source into its value.
@@ -40,10 +51,18 @@ type Resolver interface {
 	Resolve(ctx context.Context, source string) (string, error)
 }
 
-// Vault reads one key of a secret stored at a path. It is the seam where a
-// real HashiCorp Vault client plugs in; DirVault is the development one.
+// Vault reads one key of a KV v2 secret. Sources has mapped the vault://
+// source to ref and checked ref against the operator's allow-list before
+// Read is called. internal/vaultkv is the HashiCorp Vault implementation,
+// DirVault the development one.
+//
+// Read must be safe for concurrent use, must not keep the value after it
+// returns, and its errors wrap ErrNotFound (no such secret, key or version;
+// not a string), ErrDenied (the store refused the worker) or
+// ErrUnavailable (the store could not answer), never naming a value or a
+// credential.
 type Vault interface {
-	Read(ctx context.Context, path, key string) (string, error)
+	Read(ctx context.Context, ref VaultRef) (string, error)
 }
 
 // Sources is the standard Resolver: env:// from a lookup function (the
@@ -57,6 +76,9 @@ type Sources struct {
 	LookupEnv func(string) (string, bool)
 	// Vault resolves vault:// sources; nil makes them unsupported.
 	Vault Vault
+	// VaultMount is the KV v2 mount of the short vault:// form and of
+	// short allow-list prefixes ("" → DefaultVaultMount; --vault-kv-mount).
+	VaultMount string
 	// MaxFileBytes bounds file:// secrets (default 64 KiB); a secret larger
 	// than that is almost certainly the wrong file.
 	MaxFileBytes int64
@@ -99,13 +121,22 @@ func (s *Sources) Resolve(ctx context.Context, source string) (string, error) {
 		}
 		return readInRoot(src, root, "its "+FlagFileRoot, rel, limit)
 	default: // vault, by ParseSource
-		if err := s.Policy.allowVault(src); err != nil {
+		// The allow-list is checked on where the source points, not on its
+		// spelling: vault://secret/data/admin/x is mount secret, path admin.
+		ref := src.VaultRef(s.VaultMount)
+		if err := s.Policy.allowVault(src, ref, s.VaultMount); err != nil {
 			return "", err
 		}
 		if s.Vault == nil {
-			return "", fmt.Errorf("%w: %s: no vault configured on this worker (--vault-dir / AGENTFLOW_VAULT_DIR)", ErrUnsupported, source)
+			return "", fmt.Errorf("%w: %s: no vault configured on this worker (--vault-addr, or --dev-vault-dir for development)", ErrUnsupported, source)
 		}
-		return s.Vault.Read(ctx, src.Path, src.Key)
+		v, err := s.Vault.Read(ctx, ref)
+		if err != nil {
+			// The Vault names the location it read (ref), this the source
+			// the spec wrote.
+			return "", fmt.Errorf("%s: %w", source, err)
+		}
+		return v, nil
 	}
 }
 
@@ -158,19 +189,31 @@ func readBoundedFile(f *os.File, name string, limit int64) (string, error) {
 	return strings.TrimSpace(string(data)), nil
 }
 
-// DirVault is the development Vault: vault://<path>/<key> is the file
-// <Dir>/<path>/<key>, trimmed. Paths that would leave Dir are refused.
+// DirVault is the development Vault (worker --dev-vault-dir): it holds one
+// mount, and the secret at path P, key K of that mount is the file
+// <Dir>/P/K, trimmed, so vault://prod/slack/webhook and
+// vault://secret/data/prod/slack/webhook both read <Dir>/prod/slack/webhook.
+// Paths that would leave Dir are refused.
 type DirVault struct {
 	Dir string
+	// Mount is the one mount it holds ("" → DefaultVaultMount).
+	Mount string
 }
 
 // Read implements Vault. Like file:// secrets, the path is opened inside
 // Dir: neither ".." nor a symlink may leave it.
-func (v DirVault) Read(_ context.Context, path, key string) (string, error) {
-	rel := filepath.FromSlash(path + "/" + key)
-	src := Source{Scheme: "vault", Path: path, Key: key, raw: "vault://" + path + "/" + key}
+func (v DirVault) Read(_ context.Context, ref VaultRef) (string, error) {
+	mount := v.Mount
+	if mount == "" {
+		mount = DefaultVaultMount
+	}
+	src := Source{Scheme: "vault", Path: ref.Path, Key: ref.Key, raw: ref.String()}
+	if ref.Mount != mount {
+		return "", fmt.Errorf("%w: %s: the development vault holds only mount %s", ErrNotFound, ref, mount)
+	}
+	rel := filepath.FromSlash(ref.Path + "/" + ref.Key)
 	if !filepath.IsLocal(rel) {
-		return "", fmt.Errorf("%w: %s: the path leaves the vault", ErrNotAllowed, src)
+		return "", fmt.Errorf("%w: %s: the path leaves the vault", ErrNotAllowed, ref)
 	}
 	return readInRoot(src, v.Dir, "the vault directory", rel, defaultMaxFileBytes)
 }

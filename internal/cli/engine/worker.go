@@ -39,7 +39,6 @@ type workerFlags struct {
 	InsecureUnsignedCheckpoints bool
 	LogDir                      string
 	ResultDir                   string
-	VaultDir                    string
 	LogLevel                    string
 	LogFormat                   string
 	SandboxLabels               []string
@@ -69,6 +68,8 @@ type workerFlags struct {
 	// Retention (internal/gc).
 	GCEvery     time.Duration
 	GCOlderThan time.Duration
+	// vault:// backends (worker_vault.go).
+	Vault vaultFlags
 }
 
 func (f *workerFlags) register(cmd *cobra.Command) {
@@ -91,7 +92,7 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 		"also restore legacy unsigned (schema 1) checkpoints: anyone who can write the store can forge those")
 	fl.StringVar(&f.LogDir, "log-dir", envOr("AGENTFLOW_LOG_DIR", worker.DefaultLogDir), "local step log directory, read by agentctl logs (env AGENTFLOW_LOG_DIR)")
 	fl.StringVar(&f.ResultDir, "result-dir", "", `local directory of attempt results, without --store (default: "results" next to --checkpoint-dir, .data/results)`)
-	fl.StringVar(&f.VaultDir, "vault-dir", os.Getenv("AGENTFLOW_VAULT_DIR"), "development Vault: vault://a/b/key reads <dir>/a/b/key (env AGENTFLOW_VAULT_DIR)")
+	f.Vault.register(fl)
 	fl.StringArrayVar(&f.SandboxLabels, "sandbox-label", nil, "KEY=VALUE label added to every sandbox (repeatable)")
 	fl.StringVar(&f.GPUPolicy, "gpu-policy", string(activities.GPUPolicyRequire),
 		"steps that request a GPU on a host without a GPU runtime: require (fail them) | ignore (run them without a GPU, with "+activities.EnvGPUIgnored+"=1)")
@@ -103,7 +104,7 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 		"sandbox checks at start (seccomp, masked /proc, cwd escape, …): enforce (refuse to serve on failure) | warn | off")
 	fl.StringArrayVar(&f.SecretEnvAllow, "secret-env-allow", nil, "env://NAME secrets may read worker variables whose name matches this glob (repeatable; worker settings such as TEMPORAL_*, AGENTFLOW_*, VAULT_*, AWS_* never)")
 	fl.StringArrayVar(&f.SecretFileRoots, "secret-file-root", nil, "file:// secrets may read regular files under this directory, symlinks staying inside it (repeatable; never /proc, /sys, /dev)")
-	fl.StringArrayVar(&f.SecretVaultPrefixes, "secret-vault-prefix", nil, "vault:// secrets may read paths under this prefix, by whole segments (repeatable)")
+	fl.StringArrayVar(&f.SecretVaultPrefixes, "secret-vault-prefix", nil, "vault:// secrets may read paths under this prefix, by whole segments, checked on the resolved KV mount and path: prod/slack (mount --vault-kv-mount) or kv/data/prod (mount kv) (repeatable)")
 	fl.StringVar(&f.Runtime, "runtime", "", `OCI runtime of every sandbox: runc, runsc (gVisor, a user-space kernel) or any runtime the Docker daemon registers ("" = the daemon's default); the worker refuses to start when it is not registered`)
 	fl.StringArrayVar(&f.PullRegistries, "pull-registry", nil,
 		"registry (host[:port] as image references name it; docker.io for Docker Hub) a missing repo@sha256 step image may be pulled from (repeatable); none: any registry the Docker daemon reaches. Credentials come from the worker's Docker config ($DOCKER_CONFIG or ~/.docker)")
@@ -189,6 +190,10 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 	if err != nil {
 		return worker.Config{}, err
 	}
+	var vaultCfg worker.Config
+	if err := f.Vault.config(&vaultCfg); err != nil {
+		return worker.Config{}, err
+	}
 	labels := map[string]string{}
 	for _, kv := range f.SandboxLabels {
 		k, v, ok := strings.Cut(kv, "=")
@@ -214,7 +219,9 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		InsecureUnsignedCheckpoints: f.InsecureUnsignedCheckpoints,
 		LogDir:                      f.LogDir,
 		ResultDir:                   f.ResultDir,
-		VaultDir:                    f.VaultDir,
+		DevVaultDir:                 vaultCfg.DevVaultDir,
+		Vault:                       vaultCfg.Vault,
+		VaultKVMount:                vaultCfg.VaultKVMount,
 		Logger:                      logger,
 		SandboxLabels:               labels,
 		GPUPolicy:                   gpuPolicy,
@@ -322,10 +329,15 @@ on SIGTERM stops taking work and waits for running steps (up to 30 s).
 Secrets are resolved on the worker, and only those its operator allows
 (nothing by default): env://VAR from its environment when VAR matches a
 --secret-env-allow pattern, file:///path when the path is under a
---secret-file-root, vault://path/key from --vault-dir when the path is under a
---secret-vault-prefix. Worker settings (TEMPORAL_*, AGENTFLOW_*, VAULT_*,
-AWS_*, DOCKER_*, HOME, PATH, ...) and anything under /proc, /sys, /dev are
-never resolved. A refused secret fails its step with PolicyViolation.
+--secret-file-root, vault://path/key from Vault (--vault-addr) or the
+development --dev-vault-dir when the path is under a --secret-vault-prefix.
+Worker settings (TEMPORAL_*, AGENTFLOW_*, VAULT_*, AWS_*, DOCKER_*, HOME,
+PATH, ...) and anything under /proc, /sys, /dev are never resolved. A
+refused secret fails its step with PolicyViolation; a Vault that cannot
+answer fails the attempt with SecretUnavailable, retried like any
+infrastructure failure.
+
+` + vaultHelp + `
 
 A step that requests GPUs (resources.gpu) on a worker whose Docker daemon has
 no nvidia runtime fails at once with a policy error (--gpu-policy require, the
@@ -339,7 +351,9 @@ step. Every worker on a store needs the same --checkpoint-key-file
 (docs/DEPLOY.md).`,
 		Example: `  agentctl worker
   agentctl worker --max-concurrent-steps 8 --metrics-addr :9100 --webhook-url http://127.0.0.1:9999/hook
-  TEMPORAL_ADDRESS=temporal.internal:7233 agentctl worker --vault-dir /etc/agentflow/vault --secret-vault-prefix prod/slack
+  TEMPORAL_ADDRESS=temporal.internal:7233 agentctl worker --vault-addr https://vault.internal:8200 --vault-token-file /run/vault/token --vault-ca-cert /etc/agentflow/vault-ca.pem --secret-vault-prefix prod/slack
+  agentctl worker --vault-addr https://vault.internal:8200 --vault-approle-role-id-file /run/vault/role-id --vault-approle-secret-id-file /run/vault/secret-id --secret-vault-prefix prod
+  agentctl worker --dev-vault-dir .data/vault --secret-vault-prefix prod/slack   # development: files, no Vault server
   agentctl worker --secret-env-allow 'SLACK_*' --secret-file-root /run/secrets
   agentctl worker --runtime runsc   # every step under gVisor (scripts/install-runsc.sh registers it)
   agentctl worker --gpu-policy ignore   # a laptop without GPUs runs GPU steps on the CPU

@@ -79,7 +79,7 @@ func TestWorkerHelpListsFlags(t *testing.T) {
 	var out bytes.Buffer
 	code := Run(context.Background(), "test", []string{"worker", "--help"}, Streams{In: strings.NewReader(""), Out: &out, Err: &out})
 	require.Equal(t, ExitOK, code)
-	for _, f := range []string{"--task-queue", "--health-addr", "--metrics-addr", "--webhook-url", "--max-concurrent-steps", "--stop-timeout", "--checkpoint-dir", "--log-dir", "--store", "--result-dir", "--vault-dir", "--gpu-policy"} {
+	for _, f := range []string{"--task-queue", "--health-addr", "--metrics-addr", "--webhook-url", "--max-concurrent-steps", "--stop-timeout", "--checkpoint-dir", "--log-dir", "--store", "--result-dir", "--dev-vault-dir", "--vault-addr", "--vault-token-file", "--vault-approle-role-id-file", "--vault-approle-secret-id-file", "--vault-namespace", "--vault-ca-cert", "--vault-kv-mount", "--gpu-policy"} {
 		require.Contains(t, out.String(), f)
 	}
 	require.Contains(t, out.String(), "--git-root")
