@@ -27,6 +27,7 @@ import (
 	"github.com/agentflow/agentflow/internal/attemptrec"
 	"github.com/agentflow/agentflow/internal/logstore"
 	"github.com/agentflow/agentflow/internal/metrics"
+	"github.com/agentflow/agentflow/internal/payloadcodec"
 	"github.com/agentflow/agentflow/internal/registry"
 	"github.com/agentflow/agentflow/internal/secrets"
 	"github.com/agentflow/agentflow/workflows"
@@ -114,6 +115,11 @@ type Config struct {
 	// pool is drained when the worker stops.
 	WarmPool     int
 	WarmPoolIdle time.Duration
+	// CodecKeyFile is the payload codec's key ring (payloadcodec.Load):
+	// every payload and failure message this worker writes to Temporal is
+	// encrypted, and what clients wrote with the same keys is read. ""
+	// keeps payloads in clear.
+	CodecKeyFile string
 
 	StopTimeout  time.Duration
 	ReapInterval time.Duration
@@ -233,7 +239,11 @@ func Run(ctx context.Context, cfg Config) error {
 	defer stores.Close()
 	log.Info("state stores", "stores", stores.logValue())
 
-	c, err := dial(ctx, cfg, m)
+	codec, err := loadCodec(cfg)
+	if err != nil {
+		return err
+	}
+	c, err := dial(ctx, cfg, m, codec)
 	if err != nil {
 		return err
 	}
@@ -374,9 +384,23 @@ func stop(w sdkworker.Worker, stopTimeout time.Duration, handBack chan<- struct{
 	}
 }
 
+// loadCodec loads the payload codec's keys (nil without CodecKeyFile).
+func loadCodec(cfg Config) (*payloadcodec.Codec, error) {
+	if cfg.CodecKeyFile == "" {
+		return nil, nil
+	}
+	codec, err := payloadcodec.Load(cfg.CodecKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Logger.Info("payloads to Temporal are encrypted", "encrypting_key_id", codec.ActiveKeyID())
+	return codec, nil
+}
+
 // dial connects to Temporal, retrying until DialTimeout: the server may
-// still be starting (make up, agentctl dev).
-func dial(ctx context.Context, cfg Config, m *metrics.Metrics) (client.Client, error) {
+// still be starting (make up, agentctl dev). A non-nil codec encrypts
+// every payload of the client and of the worker built on it.
+func dial(ctx context.Context, cfg Config, m *metrics.Metrics, codec *payloadcodec.Codec) (client.Client, error) {
 	opts := client.Options{
 		HostPort:       cfg.Address,
 		Namespace:      cfg.Namespace,
@@ -384,6 +408,7 @@ func dial(ctx context.Context, cfg Config, m *metrics.Metrics) (client.Client, e
 		Logger:         tlog.NewStructuredLogger(cfg.Logger.With("component", "temporal")),
 		MetricsHandler: m.TemporalHandler(),
 	}
+	codec.Apply(&opts)
 	deadline := time.Now().Add(cfg.DialTimeout)
 	backoff := 250 * time.Millisecond
 	for {

@@ -37,7 +37,11 @@ type Options struct {
 	Address   string
 	Namespace string
 	Output    string // table|json
-	Streams   Streams
+	// CodecKeyFile: the payload codec's key ring (--codec-key-file,
+	// AGENTFLOW_CODEC_KEY_FILE); "" = payloads in clear. A path, not a
+	// codec: the lean build must not link Temporal.
+	CodecKeyFile string
+	Streams      Streams
 }
 
 // ExitError carries an exit code up to main. Err has already been printed
@@ -103,6 +107,8 @@ func NewRootCmd(version string, s Streams, engine Constructors) *cobra.Command {
 	pf.StringVar(&opts.Address, "address", EnvOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend address (env TEMPORAL_ADDRESS)")
 	pf.StringVar(&opts.Namespace, "namespace", EnvOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
 	pf.StringVarP(&opts.Output, "output", "o", "table", "output format: table|json")
+	pf.StringVar(&opts.CodecKeyFile, "codec-key-file", EnvOr("AGENTFLOW_CODEC_KEY_FILE", ""),
+		`encrypt every Temporal payload (inputs, outputs, errors) with the AES-256 keys of this file, "<key-id> <base64 32 bytes>" a line, the first encrypting (mode 0600; env AGENTFLOW_CODEC_KEY_FILE); clients and workers need the same keys`)
 
 	root.AddCommand(
 		newValidateCmd(opts),

@@ -31,6 +31,7 @@ var EngineVerbs = []Verb{
 	{"schedule", "Manage cron schedules of specs (Temporal Schedules)"},
 	{"worker", "Run an agentflow worker (workflows, sandboxed steps, health, metrics)"},
 	{"dev", "Run a Temporal dev server and a worker in the foreground"},
+	{"codec-server", "Serve the payload codec endpoint for the Temporal Web UI (decrypts with --codec-key-file)"},
 }
 
 // Constructors builds the engine verbs, by verb name. Its keys must be

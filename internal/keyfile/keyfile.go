@@ -60,25 +60,39 @@ func CheckID(id string) error {
 // and pass check (nil: any length); a failing line is an *Error naming
 // path:line. The secrets are never part of an error.
 func Load(path string, check func(Key) error) ([]Key, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	f, err := OpenPrivate(path)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, fmt.Errorf("%s: a symlink; give the key file itself", path)
-		}
 		return nil, err
 	}
 	defer f.Close()
+	return Parse(f, path, check)
+}
+
+// OpenPrivate opens a file of secrets (a key ring, a token) for reading:
+// a regular file, not a symlink (whoever can write the link's directory
+// could point it elsewhere), readable and writable by its owner only.
+func OpenPrivate(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("%s: a symlink; give the file itself", path)
+		}
+		return nil, err
+	}
 	fi, err := f.Stat()
 	if err != nil {
+		f.Close()
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
+		f.Close()
 		return nil, fmt.Errorf("%s: not a regular file", path)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		f.Close()
 		return nil, fmt.Errorf("%s: mode %04o, want 0600 (readable by its owner only)", path, perm)
 	}
-	return Parse(f, path, check)
+	return f, nil
 }
 
 // maxLine bounds one line: a key line is short, anything longer is not a

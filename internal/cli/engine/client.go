@@ -28,20 +28,47 @@ const dialTimeout = 10 * time.Second
 // dialer opens a Temporal client. Verbs hold one so tests can swap it.
 type dialer func(ctx context.Context) (client.Client, error)
 
-// dial connects to Temporal at o.Address / o.Namespace. The SDK's own
-// logging is discarded: agentctl reports errors itself.
+// dial connects to Temporal at o.Address / o.Namespace, encrypting
+// payloads when --codec-key-file is set. The SDK's own logging is
+// discarded: agentctl reports errors itself.
 func dial(ctx context.Context, o *Options) (client.Client, error) {
-	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
-	defer cancel()
-	c, err := client.DialContext(ctx, client.Options{
+	codec, err := loadCodec(o)
+	if err != nil {
+		return nil, err
+	}
+	opts := client.Options{
 		HostPort:  o.Address,
 		Namespace: o.Namespace,
 		Logger:    tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
-	})
+	}
+	codec.Apply(&opts)
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	c, err := client.DialContext(ctx, opts)
 	if err != nil {
 		return nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("cannot reach Temporal at %s (is `make up` running?): %w", o.Address, err)}
 	}
-	return c, nil
+	if codec == nil {
+		return c, nil
+	}
+	return codecClient{Client: c, dc: opts.DataConverter}, nil
+}
+
+// codecClient is a client that encrypts payloads, with its data converter
+// at hand for the payloads agentctl decodes itself from raw responses
+// (history events, memos).
+type codecClient struct {
+	client.Client
+	dc converter.DataConverter
+}
+
+// payloadConverter is the data converter of c's payloads: the codec's for
+// a client dialled with --codec-key-file, else Temporal's default.
+func payloadConverter(c client.Client) converter.DataConverter {
+	if cc, ok := c.(codecClient); ok {
+		return cc.dc
+	}
+	return converter.GetDefaultDataConverter()
 }
 
 // dialerFor returns the default dialer for o.
@@ -96,10 +123,10 @@ func runInput(ctx context.Context, c client.Client, id, runID string) (*workflow
 	if err != nil {
 		return nil, err
 	}
-	return inputFromEvent(ev)
+	return inputFromEvent(payloadConverter(c), ev)
 }
 
-func inputFromEvent(ev *historypb.HistoryEvent) (*workflows.Input, error) {
+func inputFromEvent(dc converter.DataConverter, ev *historypb.HistoryEvent) (*workflows.Input, error) {
 	attrs := ev.GetWorkflowExecutionStartedEventAttributes()
 	if attrs == nil {
 		return nil, fmt.Errorf("first history event is %s, not WorkflowExecutionStarted", ev.GetEventType())
@@ -112,7 +139,7 @@ func inputFromEvent(ev *historypb.HistoryEvent) (*workflows.Input, error) {
 		return nil, fmt.Errorf("agent input: want 1 payload, got %d", len(payloads))
 	}
 	var in workflows.Input
-	if err := converter.GetDefaultDataConverter().FromPayload(payloads[0], &in); err != nil {
+	if err := dc.FromPayload(payloads[0], &in); err != nil {
 		return nil, fmt.Errorf("decode agent input: %w", err)
 	}
 	return &in, nil
@@ -131,17 +158,19 @@ type agentSummary struct {
 	ClosedAt        *time.Time `json:"closed_at,omitempty"`
 }
 
-func summarize(info *workflowpb.WorkflowExecutionInfo) agentSummary {
+// summarize reads a visibility record; dc decodes its memo (search
+// attributes are never encoded).
+func summarize(dc converter.DataConverter, info *workflowpb.WorkflowExecutionInfo) agentSummary {
 	s := agentSummary{
 		ID:              info.GetExecution().GetWorkflowId(),
 		RunID:           info.GetExecution().GetRunId(),
 		Spec:            keyword(info.GetSearchAttributes(), workflows.SearchAttrSpec),
-		SpecVersion:     memoString(info.GetMemo(), workflows.MemoSpecVersion),
+		SpecVersion:     memoString(dc, info.GetMemo(), workflows.MemoSpecVersion),
 		Status:          keyword(info.GetSearchAttributes(), workflows.SearchAttrStatus),
 		ExecutionStatus: executionStatusName(info.GetStatus()),
 	}
 	if s.Spec == "" {
-		s.Spec = memoString(info.GetMemo(), workflows.MemoSpecName)
+		s.Spec = memoString(dc, info.GetMemo(), workflows.MemoSpecName)
 	}
 	if t := info.GetStartTime(); t != nil {
 		v := t.AsTime().UTC()
@@ -218,13 +247,15 @@ func keyword(sa *commonpb.SearchAttributes, key string) string {
 	return s
 }
 
-func memoString(m *commonpb.Memo, key string) string {
+// memoString reads one memo field; memos go through the client's data
+// converter (so the codec encrypts them), unlike search attributes.
+func memoString(dc converter.DataConverter, m *commonpb.Memo, key string) string {
 	p, ok := m.GetFields()[key]
 	if !ok {
 		return ""
 	}
 	var s string
-	if err := converter.GetDefaultDataConverter().FromPayload(p, &s); err != nil {
+	if err := dc.FromPayload(p, &s); err != nil {
 		return ""
 	}
 	return s
@@ -240,5 +271,5 @@ func describeAgent(ctx context.Context, c client.Client, id, runID string) (agen
 		}
 		return agentSummary{}, serverErr("describe agent %s: %w", id, err)
 	}
-	return summarize(resp.GetWorkflowExecutionInfo()), nil
+	return summarize(payloadConverter(c), resp.GetWorkflowExecutionInfo()), nil
 }

@@ -23,6 +23,8 @@ func Commands() cli.Constructors {
 		"schedule": newScheduleCmd,
 		"worker":   newWorkerCmd,
 		"dev":      newDevCmd,
+
+		"codec-server": newCodecServerCmd,
 	}
 }
 

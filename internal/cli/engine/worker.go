@@ -146,6 +146,10 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 	if err := worker.CheckSharedStore(f.Store, f.CheckpointKeyFile); err != nil {
 		return worker.Config{}, usageErr("%v", err)
 	}
+	// A bad codec key file is invalid input: found here, before anything starts.
+	if _, err := loadCodec(opts); err != nil {
+		return worker.Config{}, err
+	}
 	policy := secrets.Policy{EnvAllow: f.SecretEnvAllow, FileRoots: f.SecretFileRoots, VaultPrefixes: f.SecretVaultPrefixes}
 	if err := policy.Check(); err != nil {
 		return worker.Config{}, usageErr("%v", err)
@@ -175,6 +179,7 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		CheckpointDir:               f.CheckpointDir,
 		CheckpointKeyFile:           f.CheckpointKeyFile,
 		InsecureUnsignedCheckpoints: f.InsecureUnsignedCheckpoints,
+		CodecKeyFile:                opts.CodecKeyFile,
 		LogDir:                      f.LogDir,
 		ResultDir:                   f.ResultDir,
 		VaultDir:                    f.VaultDir,
