@@ -109,8 +109,8 @@ func TestHandler(t *testing.T) {
 			status: 200, allowed: uiOrigin, wantMarker: true,
 		},
 		{
-			name: "browser POST from another origin",
-			req:  req{method: "POST", path: "/decode", origin: "http://evil.example", body: body},
+			name:   "browser POST from another origin",
+			req:    req{method: "POST", path: "/decode", origin: "http://evil.example", body: body},
 			status: 403,
 		},
 		{
