@@ -62,6 +62,15 @@ type codecClient struct {
 	dc converter.DataConverter
 }
 
+// codecHint says what to do about a payload agentctl cannot decode: with
+// the codec off, the one encoding it does not know is the codec's.
+func codecHint(err error) error {
+	if errors.Is(err, converter.ErrEncodingIsNotSupported) {
+		return fmt.Errorf("%w (the payloads are encrypted? pass --codec-key-file)", err)
+	}
+	return err
+}
+
 // payloadConverter is the data converter of c's payloads: the codec's for
 // a client dialled with --codec-key-file, else Temporal's default.
 func payloadConverter(c client.Client) converter.DataConverter {
@@ -106,7 +115,7 @@ func queryStatus(ctx context.Context, c client.Client, id, runID string) (*workf
 	}
 	var st workflows.Status
 	if err := v.Get(&st); err != nil {
-		return nil, fmt.Errorf("decode status of %s: %w", id, err)
+		return nil, fmt.Errorf("decode status of %s: %w", id, codecHint(err))
 	}
 	return &st, nil
 }
@@ -140,7 +149,7 @@ func inputFromEvent(dc converter.DataConverter, ev *historypb.HistoryEvent) (*wo
 	}
 	var in workflows.Input
 	if err := dc.FromPayload(payloads[0], &in); err != nil {
-		return nil, fmt.Errorf("decode agent input: %w", err)
+		return nil, fmt.Errorf("decode agent input: %w", codecHint(err))
 	}
 	return &in, nil
 }

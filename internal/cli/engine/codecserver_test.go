@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/agentflow/agentflow/internal/cli"
@@ -130,4 +132,27 @@ func TestCodecServerServes(t *testing.T) {
 
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// Without the key, a payload the codec encrypted fails to decode with a
+// hint; other errors pass unchanged.
+func TestCodecHint(t *testing.T) {
+	codec, err := payloadcodec.Load(writeCodecKeys(t, t.TempDir()))
+	require.NoError(t, err)
+	p, err := codec.DataConverter().ToPayload("x")
+	require.NoError(t, err)
+	var s string
+	err = converter.GetDefaultDataConverter().FromPayload(p, &s)
+	require.ErrorIs(t, err, converter.ErrEncodingIsNotSupported)
+	hinted := codecHint(err)
+	require.ErrorIs(t, hinted, converter.ErrEncodingIsNotSupported)
+	require.Contains(t, hinted.Error(), "pass --codec-key-file")
+
+	other := errors.New("connection refused")
+	require.Equal(t, other, codecHint(other))
+
+	// The client's converter: the codec's for a codec client, else the default.
+	require.Equal(t, converter.GetDefaultDataConverter(), payloadConverter(nil))
+	require.NoError(t, payloadConverter(codecClient{dc: codec.DataConverter()}).FromPayload(p, &s))
+	require.Equal(t, "x", s)
 }
