@@ -104,17 +104,16 @@ func writeCodecKeyFile(t *testing.T, dir string) string {
 	return p
 }
 
-// startCodecServer runs `agentctl codec-server` in process on addr until
-// the test ends, and waits until it accepts connections.
-func startCodecServer(t *testing.T, keys, addr, uiOrigin string) {
+// startCodecServer runs `agentctl codec-server --listen addr args...` in
+// process until the test ends, and waits until it accepts connections.
+func startCodecServer(t *testing.T, keys, addr string, args ...string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	var out bytes.Buffer
+	var out syncBuffer
+	full := append([]string{"--codec-key-file", keys, "codec-server", "--listen", addr, "--log-level", "debug"}, args...)
 	go func() {
-		done <- cli.Run(ctx, "test", []string{"--codec-key-file", keys, "codec-server",
-			"--listen", addr, "--insecure-no-auth", "--ui-origin", uiOrigin, "--log-level", "debug"},
-			cli.Streams{In: strings.NewReader(""), Out: &out, Err: &out}, engine.Commands())
+		done <- cli.Run(ctx, "test", full, cli.Streams{In: strings.NewReader(""), Out: &out, Err: &out}, engine.Commands())
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -149,7 +148,7 @@ func startCodecEnv(t *testing.T) *codecEnv {
 	codecAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(testenv.FreePort(t)))
 	uiOrigin := "http://127.0.0.1:" + strconv.Itoa(uiPort)
 	e.uiURL = uiOrigin
-	startCodecServer(t, e.keys, codecAddr, uiOrigin)
+	startCodecServer(t, e.keys, codecAddr, "--insecure-no-auth", "--ui-origin", uiOrigin)
 
 	label := fmt.Sprintf("codec-%d-%d", os.Getpid(), time.Now().UnixNano())
 	st := startStack(t, bin, tmp, worker.Config{
@@ -171,12 +170,12 @@ func startCodecEnv(t *testing.T) *codecEnv {
 
 // temporalShow is `temporal workflow show -o json` of one run: the history
 // as Temporal stores it, read by Temporal's own CLI without any codec.
-func (e *codecEnv) temporalShow(t *testing.T, id string) string {
+func (e *codecEnv) temporalShow(t *testing.T, id string, extra ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, testenv.TemporalBinary(t), "workflow", "show", "--address", e.address,
-		"--namespace", "default", "-w", id, "-o", "json")
+	args := append([]string{"workflow", "show", "--address", e.address, "--namespace", "default", "-w", id, "-o", "json"}, extra...)
+	cmd := exec.CommandContext(ctx, testenv.TemporalBinary(t), args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -242,6 +241,20 @@ func TestCodecE2E(t *testing.T) {
 		_, out, errOut := e.agentctl(t, true, "inspect", okID)
 		requireNoForms(t, "inspect without the key", out+errOut, all...)
 		require.Contains(t, errOut, "pass --codec-key-file")
+	})
+
+	t.Run("temporal CLI decodes through codec-server with its token", func(t *testing.T) {
+		tokFile := filepath.Join(e.dir, "codec.token")
+		const token = "e2e-codec-token-5d2c81f0a9"
+		require.NoError(t, os.WriteFile(tokFile, []byte(token+"\n"), 0o600))
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(testenv.FreePort(t)))
+		startCodecServer(t, e.keys, addr, "--auth-token-file", tokFile)
+
+		h := e.temporalShow(t, failID, "--codec-endpoint", "http://"+addr, "--codec-auth", "Bearer "+token)
+		require.Contains(t, h, codecErrorMarker, "the failure message, decoded by the codec server")
+		h = e.temporalShow(t, okID, "--codec-endpoint", "http://"+addr, "--codec-auth", "Bearer "+token)
+		require.Contains(t, h, codecInputMarker)
+		require.Contains(t, h, codecOutputMarker)
 	})
 
 	t.Run("web UI decodes through the codec server", func(t *testing.T) {
