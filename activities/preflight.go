@@ -152,9 +152,6 @@ func (a *Activities) Preflight(ctx context.Context, req PreflightRequest) (*Pref
 			c := &PreflightCheck{Kind: CheckSecret, Step: st.ID, Target: fmt.Sprintf("%s (%s)", name, scheme(src))}
 			add(c, func(ctx context.Context, c *PreflightCheck) { secretsOnce.check(ctx, src, c) })
 		}
-		if st.GPUs != 0 {
-			add(a.checkGPU(st), nil)
-		}
 		for _, r := range st.Egress {
 			add(&PreflightCheck{Kind: CheckEgress, Step: st.ID, Target: fmt.Sprintf("%s:%d", r.Host, r.Port)}, a.checkEgressHost(r.Host))
 		}
@@ -215,21 +212,6 @@ func (a *Activities) checkImage(ctx context.Context, c *PreflightCheck) {
 		}
 		c.Status, c.Reason = CheckOK, note
 	}
-}
-
-// checkGPU applies the attempt's GPU rule (gpuRequest) to the step.
-func (a *Activities) checkGPU(st PreflightStep) *PreflightCheck {
-	c := &PreflightCheck{Kind: CheckGPU, Step: st.ID, Target: gpuCount(st.GPUs)}
-	_, ignored, err := a.gpuRequest(StepRequest{StepID: st.ID, Resources: spec.Resources{GPUs: st.GPUs}})
-	switch {
-	case err != nil:
-		c.Status, c.Reason = CheckFail, err.Msg
-	case ignored:
-		c.Status, c.Reason = CheckOK, "no GPU runtime: runs without a GPU (--gpu-policy ignore)"
-	default:
-		c.Status, c.Reason = CheckOK, "the worker's Docker daemon has a GPU runtime"
-	}
-	return c
 }
 
 func (a *Activities) checkEgressHost(host string) func(context.Context, *PreflightCheck) {

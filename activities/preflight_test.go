@@ -117,23 +117,10 @@ func TestPreflight(t *testing.T) {
 				{"secret", "a", "gone (env)", CheckFail, "(while *** was known)"},
 				{"secret", "a", "tok (env)", CheckOK, ""},
 			}},
-		{name: "gpu required on a host without", gpuPolicy: GPUPolicyRequire,
+		{name: "gpu steps are checked by the CLI, on the GPU queue", gpuPolicy: GPUPolicyRequire,
 			steps: []PreflightStep{{ID: "train", Image: present, GPUs: 1}},
 			want: []line{
 				{"image", "train", present, CheckSkip, ""},
-				{"gpu", "train", "1 GPU", CheckFail, "has no GPU runtime"},
-			}},
-		{name: "gpu ignored on a host without", gpuPolicy: GPUPolicyIgnore,
-			steps: []PreflightStep{{ID: "train", Image: present, GPUs: 2}},
-			want: []line{
-				{"image", "train", present, CheckSkip, ""},
-				{"gpu", "train", "2 GPUs", CheckOK, "--gpu-policy ignore"},
-			}},
-		{name: "gpu host", gpu: true,
-			steps: []PreflightStep{{ID: "train", Image: present, GPUs: -1}},
-			want: []line{
-				{"image", "train", present, CheckSkip, ""},
-				{"gpu", "train", "all GPUs", CheckOK, "GPU runtime"},
 			}},
 		{name: "egress hosts", hosts: &fakeLookup{addrs: map[string]string{"api.example.com": "203.0.113.7"}},
 			steps: []PreflightStep{{ID: "fetch", Image: present, Egress: []spec.EgressRule{

@@ -5,6 +5,7 @@ package tests
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,26 @@ func (e *engineEnv) inspectJSON(t *testing.T, id string) workflows.Status {
 	return st
 }
 
+// dryRunGPU runs `agentctl run --dry-run` of a one-GPU-step spec on queue
+// and returns its exit code and output.
+func (e *engineEnv) dryRunGPU(t *testing.T, queue string) (int, string) {
+	t.Helper()
+	specFile := filepath.Join(t.TempDir(), "gpu.yaml")
+	require.NoError(t, os.WriteFile(specFile, []byte("name: e2e-gpu-dry\nversion: \"1.0.0\"\nsteps:\n  - id: train\n    image: "+
+		e.images["testtool"]+"\n    inputs: {mode: ok}\n    resources: {gpu: \"1\"}\n"), 0o600))
+	var out bytes.Buffer
+	cmd := exec.Command(filepath.Join(e.tmp, "agentctl"), "--address", e.address, "run", "-f", specFile, "--dry-run", "--task-queue", queue)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return code, out.String()
+}
+
 // TestGPUQueue: GPU steps go to the GPU task queue; a worker that declares
 // one GPU (--gpus 1; --gpu-policy ignore, as this machine has none) runs
 // them one at a time: while the first holds the GPU the second is shown
@@ -42,6 +63,10 @@ func TestGPUQueue(t *testing.T) {
 	a := e.step("train_a", "testtool", map[string]any{"mode": "sleep", "seconds": 4})
 	b := e.step("train_b", "testtool", map[string]any{"mode": "sleep", "seconds": 4})
 	a.Resources.GPUs, b.Resources.GPUs = 1, 1
+	code, out := e.dryRunGPU(t, queue)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "1 worker(s) serve GPU steps")
+
 	id := "e2e-gpu-queue-" + strings.ToLower(time.Now().Format("150405.000"))
 	id = strings.ReplaceAll(id, ".", "")
 	run := e.startOn(t, queue, id, plan("e2e-gpu-queue", a, b), nil)
@@ -108,10 +133,14 @@ func TestGPUQueue(t *testing.T) {
 
 // TestGPUStepWaitsWithoutGPUWorkers: on a cluster where no worker serves
 // GPUs, a GPU step waits (pending, with the reason) instead of failing,
-// and can be canceled.
+// and can be canceled; a dry run says no worker serves GPU steps (exit 2).
 func TestGPUStepWaitsWithoutGPUWorkers(t *testing.T) {
 	e := startEngine(t)
 	_, _ = e.startWorkerProcess(t, "cpu-only") // builds the agentctl binary inspectJSON uses
+	code, out := e.dryRunGPU(t, workflows.TaskQueue)
+	require.Equal(t, 2, code, out)
+	require.Contains(t, out, "no worker serves GPU steps")
+
 	s := e.step("needs_gpu", "testtool", map[string]any{"mode": "ok"})
 	s.Resources.GPUs = 1
 	id := "e2e-gpu-none-" + strings.ReplaceAll(time.Now().Format("150405.000"), ".", "")

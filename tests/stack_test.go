@@ -32,14 +32,20 @@ type stack struct {
 // startStack starts the dev server (bin/temporal, state under tmp) and a
 // worker configured by cfg; Address, Logger and OnReady are filled in.
 // afterStop runs once the worker has stopped (e.g. a container leak check).
-func startStack(t *testing.T, bin, tmp string, cfg worker.Config, afterStop func()) *stack {
+// The server is headless unless a devOpts function changes its options
+// (e.g. a Web UI on a free port).
+func startStack(t *testing.T, bin, tmp string, cfg worker.Config, afterStop func(), devOpts ...func(*devserver.Options)) *stack {
 	t.Helper()
 	srvLog, err := os.Create(filepath.Join(tmp, "temporal.log"))
 	require.NoError(t, err)
-	srv, err := devserver.Start(t.Context(), devserver.Options{
+	dopts := devserver.Options{
 		Bin: bin, Port: engineFreePort(t), Headless: true,
 		DBFile: filepath.Join(tmp, "temporal.db"), Stdout: srvLog, Stderr: srvLog,
-	})
+	}
+	for _, f := range devOpts {
+		f(&dopts)
+	}
+	srv, err := devserver.Start(t.Context(), dopts)
 	require.NoError(t, err, "start dev server")
 	t.Cleanup(func() { _ = srv.Stop(15 * time.Second) })
 

@@ -34,7 +34,7 @@ func TestDialOverMutualTLS(t *testing.T) {
 	}
 
 	c, err := dial(t.Context(), cfg(temporalconn.Security{CAFile: pki.CAFile, CertFile: pki.ClientCert, KeyFile: pki.ClientKey,
-		ServerName: "temporal.test"}), metrics.New(), tracing.Off())
+		ServerName: "temporal.test"}), metrics.New(), tracing.Off(), nil)
 	require.NoError(t, err)
 	c.Close()
 
@@ -45,7 +45,7 @@ func TestDialOverMutualTLS(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
-			_, err := dial(ctx, cfg(s), metrics.New(), tracing.Off())
+			_, err := dial(ctx, cfg(s), metrics.New(), tracing.Off(), nil)
 			require.ErrorContains(t, err, "TLS")
 			require.NoError(t, ctx.Err(), "gave up at once instead of retrying for DialTimeout")
 		})

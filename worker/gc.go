@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/agentflow/agentflow/internal/gc"
 )
@@ -25,11 +26,11 @@ func (s *Stores) gcStores() gc.Stores {
 // interval: a worker that restarts in a loop does not scan the store each
 // time. Several workers on one shared store may all collect: deletions are
 // idempotent, and each only removes what every one of them would.
-func startGC(ctx context.Context, wg *sync.WaitGroup, cfg Config, c client.Client, stores *Stores, log *slog.Logger) {
+func startGC(ctx context.Context, wg *sync.WaitGroup, cfg Config, c client.Client, dc converter.DataConverter, stores *Stores, log *slog.Logger) {
 	if cfg.GCEvery <= 0 {
 		return
 	}
-	runs := &gc.Temporal{Client: c, Namespace: cfg.Namespace}
+	runs := &gc.Temporal{Client: c, Namespace: cfg.Namespace, Converter: dc}
 	warnRetention(ctx, runs, cfg.GCOlderThan, log)
 	wg.Add(1)
 	go func() {

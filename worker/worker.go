@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	tlog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -27,6 +28,7 @@ import (
 	"github.com/agentflow/agentflow/internal/attemptrec"
 	"github.com/agentflow/agentflow/internal/logstore"
 	"github.com/agentflow/agentflow/internal/metrics"
+	"github.com/agentflow/agentflow/internal/payloadcodec"
 	"github.com/agentflow/agentflow/internal/registry"
 	"github.com/agentflow/agentflow/internal/secrets"
 	"github.com/agentflow/agentflow/internal/temporalconn"
@@ -138,6 +140,11 @@ type Config struct {
 	// pool is drained when the worker stops.
 	WarmPool     int
 	WarmPoolIdle time.Duration
+	// CodecKeyFile is the payload codec's key ring (payloadcodec.Load):
+	// every payload and failure message this worker writes to Temporal is
+	// encrypted, and what clients wrote with the same keys is read. ""
+	// keeps payloads in clear.
+	CodecKeyFile string
 
 	// GCEvery: collect the state of runs past retention this often
 	// (worker --gc-every; 0: never); GCOlderThan is the retention
@@ -298,7 +305,11 @@ func Run(ctx context.Context, cfg Config) error {
 	defer stores.Close()
 	log.Info("state stores", "stores", stores.logValue())
 
-	c, err := dial(ctx, cfg, m, tp)
+	codec, err := loadCodec(cfg)
+	if err != nil {
+		return err
+	}
+	c, err := dial(ctx, cfg, m, tp, codec)
 	if err != nil {
 		return err
 	}
@@ -417,7 +428,11 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}()
 
-	startGC(reapCtx, &wg, cfg, c, stores, log)
+	var dc converter.DataConverter // nil: the SDK's default
+	if codec != nil {
+		dc = codec.DataConverter()
+	}
+	startGC(reapCtx, &wg, cfg, c, dc, stores, log)
 
 	servers, ready, err := serve(cfg, c, backend, m, log)
 	if err != nil {
@@ -485,10 +500,24 @@ func stop(workers []sdkworker.Worker, stopTimeout time.Duration, handBack chan<-
 	}
 }
 
+// loadCodec loads the payload codec's keys (nil without CodecKeyFile).
+func loadCodec(cfg Config) (*payloadcodec.Codec, error) {
+	if cfg.CodecKeyFile == "" {
+		return nil, nil
+	}
+	codec, err := payloadcodec.Load(cfg.CodecKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Logger.Info("payloads to Temporal are encrypted", "encrypting_key_id", codec.ActiveKeyID())
+	return codec, nil
+}
+
 // dial connects to Temporal, retrying until DialTimeout: the server may
 // still be starting (make up, agentctl dev). With tracing on, the client
-// carries the tracing interceptor, and so does the worker built on it.
-func dial(ctx context.Context, cfg Config, m *metrics.Metrics, tp *tracing.Provider) (client.Client, error) {
+// carries the tracing interceptor, and so does the worker built on it; a
+// non-nil codec encrypts every payload of the client and of the worker.
+func dial(ctx context.Context, cfg Config, m *metrics.Metrics, tp *tracing.Provider, codec *payloadcodec.Codec) (client.Client, error) {
 	interceptors, err := tp.ClientInterceptors()
 	if err != nil {
 		return nil, err
@@ -501,6 +530,7 @@ func dial(ctx context.Context, cfg Config, m *metrics.Metrics, tp *tracing.Provi
 		Logger:         tlog.NewStructuredLogger(cfg.Logger.With("component", "temporal")),
 		MetricsHandler: m.TemporalHandler(),
 	}
+	codec.Apply(&opts)
 	if err := sdkconn.Apply(cfg.Security, &opts); err != nil {
 		return nil, err
 	}

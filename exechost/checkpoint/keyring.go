@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
@@ -13,10 +12,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
-	"sync"
-	"syscall"
+
+	"github.com/agentflow/agentflow/internal/keyfile"
 )
 
 // MinKeyBytes is the shortest accepted signing secret.
@@ -25,8 +22,6 @@ const MinKeyBytes = 32
 // LocalKeyFile is the key a worker without --checkpoint-key-file creates in
 // its data directory on first start.
 const LocalKeyFile = "checkpoint-signing.key"
-
-var keyIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 
 // Key is one manifest-signing secret.
 type Key struct {
@@ -50,9 +45,10 @@ func NewKeyring(keys ...Key) (*Keyring, error) {
 	seen := map[string]bool{}
 	k := &Keyring{}
 	for _, key := range keys {
+		if err := keyfile.CheckID(key.ID); err != nil {
+			return nil, fmt.Errorf("keyring: %w", err)
+		}
 		switch {
-		case !keyIDPattern().MatchString(key.ID):
-			return nil, fmt.Errorf("keyring: key id %q must match %s", key.ID, keyIDPattern())
 		case seen[key.ID]:
 			return nil, fmt.Errorf("keyring: key id %q twice", key.ID)
 		case len(key.Secret) < MinKeyBytes:
@@ -117,46 +113,24 @@ func domainMAC(secret []byte, domain string, msg []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// LoadKeyring reads a key file: one key per line, "<id> <base64 secret>",
-// blank lines and lines starting with # ignored, the first key signing. The
-// file must be a regular file (not a symlink) that only its owner can read
-// or write (mode 0600 or 0400): it is what makes a stored manifest
-// trustworthy.
+// LoadKeyring reads a key file (internal/keyfile: one key per line,
+// "<id> <base64 secret>", blank lines and lines starting with # ignored, the
+// first key signing; a regular file, not a symlink, mode 0600 or 0400): it
+// is what makes a stored manifest trustworthy. Secrets shorter than
+// MinKeyBytes are refused with the file and line.
 func LoadKeyring(path string) (*Keyring, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	entries, err := keyfile.Load(path, func(k keyfile.Key) error {
+		if len(k.Secret) < MinKeyBytes {
+			return fmt.Errorf("secret shorter than %d bytes", MinKeyBytes)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint key file: %w", err)
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint key file: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("checkpoint key file %s: not a regular file", path)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("checkpoint key file %s: mode %04o, want 0600 (readable by its owner only)", path, perm)
-	}
-	var keys []Key
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		fields := strings.Fields(line)
-		if len(fields) != 2 {
-			return nil, fmt.Errorf("checkpoint key file %s:%d: want \"<id> <base64 secret>\"", path, n)
-		}
-		secret, err := base64.StdEncoding.DecodeString(fields[1])
-		if err != nil {
-			return nil, fmt.Errorf("checkpoint key file %s:%d: secret is not base64", path, n)
-		}
-		keys = append(keys, Key{ID: fields[0], Secret: secret})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("checkpoint key file %s: %w", path, err)
+	keys := make([]Key, len(entries))
+	for i, e := range entries {
+		keys[i] = Key{ID: e.ID, Secret: e.Secret}
 	}
 	k, err := NewKeyring(keys...)
 	if err != nil {

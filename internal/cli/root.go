@@ -42,7 +42,11 @@ type Options struct {
 	// (flags --tls…, --api-key; the Temporal CLI's TEMPORAL_* variables).
 	Security temporalconn.Security
 	Output   string // table|json
-	Streams  Streams
+	// CodecKeyFile: the payload codec's key ring (--codec-key-file,
+	// AGENTFLOW_CODEC_KEY_FILE); "" = payloads in clear. A path, not a
+	// codec: the lean build must not link Temporal.
+	CodecKeyFile string
+	Streams      Streams
 }
 
 // ExitError carries an exit code up to main. Err has already been printed
@@ -129,6 +133,8 @@ func NewRootCmd(version string, s Streams, engine Constructors) *cobra.Command {
 		"accept any server certificate: for tests only (env "+temporalconn.EnvTLSDisableHostVerify+")")
 	// The variable is not the flag's default: help would print the key.
 	pf.StringVar(&opts.Security.APIKey, "api-key", "", "API key sent as a bearer token, e.g. Temporal Cloud; implies TLS (prefer env "+temporalconn.EnvAPIKey+": arguments are visible to other users)")
+	pf.StringVar(&opts.CodecKeyFile, "codec-key-file", EnvOr("AGENTFLOW_CODEC_KEY_FILE", ""),
+		`encrypt every Temporal payload (inputs, outputs, errors) with the AES-256 keys of this file, "<key-id> <base64 32 bytes>" a line, the first encrypting (mode 0600; env AGENTFLOW_CODEC_KEY_FILE); clients and workers need the same keys`)
 
 	root.AddCommand(
 		newValidateCmd(opts),

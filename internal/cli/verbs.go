@@ -33,6 +33,7 @@ var EngineVerbs = []Verb{
 	{"dev", "Run a Temporal dev server and a worker in the foreground"},
 	{"setup", "Prepare a Temporal namespace for agentflow (search attributes, namespace)"},
 	{"gc", "Delete checkpoints, logs and attempt records of runs past retention"},
+	{"codec-server", "Serve the payload codec endpoint for the Temporal Web UI (decrypts with --codec-key-file)"},
 }
 
 // Constructors builds the engine verbs, by verb name. Its keys must be

@@ -39,6 +39,10 @@ type Options struct {
 	UIPort int
 	// Headless disables the Web UI.
 	Headless bool
+	// UICodecEndpoint, if set, is the remote codec endpoint the Web UI
+	// decodes payloads with (`agentctl codec-server`); the browser calls
+	// it directly, so it must be reachable from where the UI is viewed.
+	UICodecEndpoint string
 	// DBFile persists state (SQLite); "" keeps everything in memory.
 	DBFile string
 	// NoSearchAttributes starts the server without agentflow's search
@@ -92,6 +96,9 @@ func Args(o Options) []string {
 		args = append(args, "--headless")
 	} else {
 		args = append(args, "--ui-port", strconv.Itoa(o.UIPort))
+		if o.UICodecEndpoint != "" {
+			args = append(args, "--ui-codec-endpoint", o.UICodecEndpoint)
+		}
 	}
 	if o.DBFile != "" {
 		args = append(args, "--db-filename", o.DBFile)
@@ -129,6 +136,9 @@ func (o *Options) setDefaults() {
 // check. ctx bounds only the start; Stop ends the server.
 func Start(ctx context.Context, o Options) (*Server, error) {
 	o.setDefaults()
+	if o.Headless && o.UICodecEndpoint != "" {
+		return nil, errors.New("a UI codec endpoint needs the Web UI: not headless")
+	}
 	bin, err := FindBinary(o.Bin)
 	if err != nil {
 		return nil, err

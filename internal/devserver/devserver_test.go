@@ -23,6 +23,16 @@ func TestArgs(t *testing.T) {
 	require.Contains(t, got, "--port 7533 --log-level warn --headless --search-attribute")
 	require.NotContains(t, got, "--ui-port")
 	require.NotContains(t, got, "--db-filename")
+
+	o = Options{Port: 7533, UIPort: 9533, UICodecEndpoint: "http://127.0.0.1:8081"}
+	o.setDefaults()
+	got = strings.Join(Args(o), " ")
+	require.Contains(t, got, "--ui-port 9533 --ui-codec-endpoint http://127.0.0.1:8081")
+}
+
+func TestStartRefusesCodecEndpointWhenHeadless(t *testing.T) {
+	_, err := Start(t.Context(), Options{Bin: os.Args[0], Headless: true, UICodecEndpoint: "http://127.0.0.1:8081"})
+	require.ErrorContains(t, err, "needs the Web UI")
 }
 
 func TestFindBinary(t *testing.T) {

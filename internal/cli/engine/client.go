@@ -30,14 +30,20 @@ const dialTimeout = 10 * time.Second
 // dialer opens a Temporal client. Verbs hold one so tests can swap it.
 type dialer func(ctx context.Context) (client.Client, error)
 
-// dial connects to Temporal at o.Address / o.Namespace. The SDK's own
-// logging is discarded: agentctl reports errors itself.
+// dial connects to Temporal at o.Address / o.Namespace, with the
+// connection security of o.Security (TLS, mTLS, API key) and encrypting
+// payloads when --codec-key-file is set. The SDK's own logging is
+// discarded: agentctl reports errors itself.
 //
 // Tracing comes from the standard OTEL_* environment (off without an
 // endpoint): the client carries the Temporal tracing interceptor, so
 // `agentctl run` starts the run's trace and its context travels in the
 // workflow's headers to the worker. Close flushes the spans, bounded.
 func dial(ctx context.Context, o *Options) (client.Client, error) {
+	codec, err := loadCodec(o)
+	if err != nil {
+		return nil, err
+	}
 	tp, err := tracing.Setup(ctx, tracing.Options{ServiceName: TracingServiceName, Logger: warnLogger(o.Streams.Err)})
 	if err != nil {
 		var ce *tracing.ConfigError
@@ -59,6 +65,7 @@ func dial(ctx context.Context, o *Options) (client.Client, error) {
 		Logger:       tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
 		Interceptors: interceptors,
 	}
+	codec.Apply(&copts)
 	if err := sdkconn.Apply(o.Security, &copts); err != nil {
 		_ = tp.Shutdown(ctx)
 		return nil, usageErr("%v", err)
@@ -72,30 +79,44 @@ func dial(ctx context.Context, o *Options) (client.Client, error) {
 		}
 		return nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("cannot reach Temporal at %s%s: %w", o.Address, hint, o.Security.Explain(err))}
 	}
-	if !tp.Enabled() {
+	if codec == nil && !tp.Enabled() {
 		return c, nil
 	}
 	errOut := o.Streams.Err
 	if errOut == nil {
 		errOut = io.Discard
 	}
-	return &tracedClient{Client: c, tp: tp, errOut: errOut}, nil
+	ec := engineClient{Client: c, dc: converter.GetDefaultDataConverter(), errOut: errOut}
+	if codec != nil {
+		ec.dc = copts.DataConverter
+	}
+	if tp.Enabled() {
+		ec.tp = tp
+	}
+	return ec, nil
 }
 
 // TracingServiceName is agentctl's service.name unless OTEL_SERVICE_NAME
 // sets one.
 const TracingServiceName = "agentctl"
 
-// tracedClient is a client whose Close also flushes the spans it made
-// (within tracing.ShutdownTimeout): agentctl exits right after.
-type tracedClient struct {
+// engineClient is the client of a verb with the codec or tracing on: its
+// data converter at hand for the payloads agentctl decodes itself from raw
+// responses (history events, memos), and a Close that also flushes the
+// spans it made (within tracing.ShutdownTimeout): agentctl exits right
+// after.
+type engineClient struct {
 	client.Client
-	tp     *tracing.Provider
+	dc     converter.DataConverter
+	tp     *tracing.Provider // nil: tracing off
 	errOut io.Writer
 }
 
-func (c *tracedClient) Close() {
+func (c engineClient) Close() {
 	c.Client.Close()
+	if c.tp == nil {
+		return
+	}
 	if err := c.tp.Shutdown(context.Background()); err != nil {
 		// A collector that is down costs the trace, never the command.
 		fmt.Fprintf(c.errOut, "warning: tracing: %v\n", err)
@@ -108,6 +129,24 @@ func warnLogger(w io.Writer) *slog.Logger {
 		w = io.Discard
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// codecHint says what to do about a payload agentctl cannot decode: with
+// the codec off, the one encoding it does not know is the codec's.
+func codecHint(err error) error {
+	if errors.Is(err, converter.ErrEncodingIsNotSupported) {
+		return fmt.Errorf("%w (the payloads are encrypted? pass --codec-key-file)", err)
+	}
+	return err
+}
+
+// payloadConverter is the data converter of c's payloads: the codec's for
+// a client dialled with --codec-key-file, else Temporal's default.
+func payloadConverter(c client.Client) converter.DataConverter {
+	if ec, ok := c.(engineClient); ok {
+		return ec.dc
+	}
+	return converter.GetDefaultDataConverter()
 }
 
 // dialerFor returns the default dialer for o.
@@ -145,7 +184,7 @@ func queryStatus(ctx context.Context, c client.Client, id, runID string) (*workf
 	}
 	var st workflows.Status
 	if err := v.Get(&st); err != nil {
-		return nil, fmt.Errorf("decode status of %s: %w", id, err)
+		return nil, fmt.Errorf("decode status of %s: %w", id, codecHint(err))
 	}
 	return &st, nil
 }
@@ -162,10 +201,10 @@ func runInput(ctx context.Context, c client.Client, id, runID string) (*workflow
 	if err != nil {
 		return nil, err
 	}
-	return inputFromEvent(ev)
+	return inputFromEvent(payloadConverter(c), ev)
 }
 
-func inputFromEvent(ev *historypb.HistoryEvent) (*workflows.Input, error) {
+func inputFromEvent(dc converter.DataConverter, ev *historypb.HistoryEvent) (*workflows.Input, error) {
 	attrs := ev.GetWorkflowExecutionStartedEventAttributes()
 	if attrs == nil {
 		return nil, fmt.Errorf("first history event is %s, not WorkflowExecutionStarted", ev.GetEventType())
@@ -178,8 +217,8 @@ func inputFromEvent(ev *historypb.HistoryEvent) (*workflows.Input, error) {
 		return nil, fmt.Errorf("agent input: want 1 payload, got %d", len(payloads))
 	}
 	var in workflows.Input
-	if err := converter.GetDefaultDataConverter().FromPayload(payloads[0], &in); err != nil {
-		return nil, fmt.Errorf("decode agent input: %w", err)
+	if err := dc.FromPayload(payloads[0], &in); err != nil {
+		return nil, fmt.Errorf("decode agent input: %w", codecHint(err))
 	}
 	return &in, nil
 }
@@ -197,17 +236,19 @@ type agentSummary struct {
 	ClosedAt        *time.Time `json:"closed_at,omitempty"`
 }
 
-func summarize(info *workflowpb.WorkflowExecutionInfo) agentSummary {
+// summarize reads a visibility record; dc decodes its memo (search
+// attributes are never encoded).
+func summarize(dc converter.DataConverter, info *workflowpb.WorkflowExecutionInfo) agentSummary {
 	s := agentSummary{
 		ID:              info.GetExecution().GetWorkflowId(),
 		RunID:           info.GetExecution().GetRunId(),
 		Spec:            keyword(info.GetSearchAttributes(), workflows.SearchAttrSpec),
-		SpecVersion:     memoString(info.GetMemo(), workflows.MemoSpecVersion),
+		SpecVersion:     memoString(dc, info.GetMemo(), workflows.MemoSpecVersion),
 		Status:          keyword(info.GetSearchAttributes(), workflows.SearchAttrStatus),
 		ExecutionStatus: executionStatusName(info.GetStatus()),
 	}
 	if s.Spec == "" {
-		s.Spec = memoString(info.GetMemo(), workflows.MemoSpecName)
+		s.Spec = memoString(dc, info.GetMemo(), workflows.MemoSpecName)
 	}
 	if t := info.GetStartTime(); t != nil {
 		v := t.AsTime().UTC()
@@ -284,13 +325,15 @@ func keyword(sa *commonpb.SearchAttributes, key string) string {
 	return s
 }
 
-func memoString(m *commonpb.Memo, key string) string {
+// memoString reads one memo field; memos go through the client's data
+// converter (so the codec encrypts them), unlike search attributes.
+func memoString(dc converter.DataConverter, m *commonpb.Memo, key string) string {
 	p, ok := m.GetFields()[key]
 	if !ok {
 		return ""
 	}
 	var s string
-	if err := converter.GetDefaultDataConverter().FromPayload(p, &s); err != nil {
+	if err := dc.FromPayload(p, &s); err != nil {
 		return ""
 	}
 	return s
@@ -306,5 +349,5 @@ func describeAgent(ctx context.Context, c client.Client, id, runID string) (agen
 		}
 		return agentSummary{}, serverErr("describe agent %s: %w", id, err)
 	}
-	return summarize(resp.GetWorkflowExecutionInfo()), nil
+	return summarize(payloadConverter(c), resp.GetWorkflowExecutionInfo()), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -21,6 +22,8 @@ type devFlags struct {
 	UIPort      int
 	Headless    bool
 	ServerLog   string
+	// UICodecEndpoint: the Web UI decodes payloads here (codec-server).
+	UICodecEndpoint string
 }
 
 func newDevCmd(opts *Options) *cobra.Command {
@@ -33,7 +36,8 @@ Web UI on :8233, agentflow's search attributes registered) on the port of
 stops the worker (waiting for running steps) and then the server. This is
 what 'make up' runs in the background.`,
 		Example: `  agentctl dev
-  agentctl dev --address 127.0.0.1:7333 --ui-port 8333 --health-addr :8081 --metrics-addr :9091`,
+  agentctl dev --address 127.0.0.1:7333 --ui-port 8333 --health-addr :8081 --metrics-addr :9091
+  agentctl --codec-key-file codec.keys dev --ui-codec-endpoint http://127.0.0.1:8081`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDev(cmd.Context(), opts, &f)
@@ -45,6 +49,8 @@ what 'make up' runs in the background.`,
 	fl.StringVar(&f.DBFile, "db-filename", ".data/temporal.db", "SQLite file of the dev server's state")
 	fl.IntVar(&f.UIPort, "ui-port", 8233, "Web UI port")
 	fl.BoolVar(&f.Headless, "headless", false, "no Web UI")
+	fl.StringVar(&f.UICodecEndpoint, "ui-codec-endpoint", "",
+		"URL of a codec server (agentctl codec-server) the Web UI decrypts payloads with; the browser calls it directly")
 	fl.StringVar(&f.ServerLog, "server-log-level", "error", "log level of the Temporal server (debug|info|warn|error)")
 	return cmd
 }
@@ -53,6 +59,14 @@ func runDev(ctx context.Context, opts *Options, f *devFlags) error {
 	cfg, err := f.worker.config(opts, opts.Streams.Err)
 	if err != nil {
 		return err
+	}
+	if f.UICodecEndpoint != "" {
+		if f.Headless {
+			return usageErr("--ui-codec-endpoint needs the Web UI: drop --headless")
+		}
+		if u, err := url.Parse(f.UICodecEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageErr("invalid --ui-codec-endpoint %q: want http(s)://host:port", f.UICodecEndpoint)
+		}
 	}
 	host, portStr, err := net.SplitHostPort(opts.Address)
 	if err != nil {
@@ -76,6 +90,8 @@ func runDev(ctx context.Context, opts *Options, f *devFlags) error {
 		LogLevel: f.ServerLog,
 		Stdout:   opts.Streams.Err,
 		Stderr:   opts.Streams.Err,
+
+		UICodecEndpoint: f.UICodecEndpoint,
 	})
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("dev: %w", err)}

@@ -25,6 +25,8 @@ func Commands() cli.Constructors {
 		"dev":      newDevCmd,
 		"setup":    newSetupCmd,
 		"gc":       newGCCmd,
+
+		"codec-server": newCodecServerCmd,
 	}
 }
 

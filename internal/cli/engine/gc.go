@@ -107,7 +107,7 @@ func runGC(ctx context.Context, o *gcOptions) error {
 		return err
 	}
 	defer c.Close()
-	runs := &gc.Temporal{Client: c, Namespace: o.Namespace}
+	runs := &gc.Temporal{Client: c, Namespace: o.Namespace, Converter: payloadConverter(c)}
 	if ret, err := runs.Retention(ctx); err == nil && ret > 0 && o.OlderThan >= ret {
 		fmt.Fprintf(o.Streams.Err, "warning: --older-than %s is not shorter than the namespace's retention (%s): runs Temporal forgets first keep their objects\n", o.OlderThan, ret)
 	}

@@ -8,9 +8,9 @@ import (
 	taskqueuepb "go.temporal.io/api/taskqueue/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 
 	"github.com/agentflow/agentflow/activities"
+	"github.com/agentflow/agentflow/internal/spec"
 	"github.com/agentflow/agentflow/workflows"
 )
 
@@ -54,7 +54,7 @@ func markGPUWaits(ctx context.Context, c client.Client, namespace string, st *wo
 			continue
 		}
 		var req activities.StepRequest
-		if converter.GetDefaultDataConverter().FromPayload(a.GetInput().GetPayloads()[0], &req) != nil {
+		if payloadConverter(c).FromPayload(a.GetInput().GetPayloads()[0], &req) != nil {
 			continue
 		}
 		if q := a.GetTaskQueue().GetName(); req.Resources.GPUs != 0 && q != "" {
@@ -90,4 +90,41 @@ func gpuWaitReason(ctx context.Context, c client.Client, namespace, queue string
 		return fmt.Sprintf("waiting for a GPU worker: none polls task queue %s (start one with agentctl worker --gpus N)", queue)
 	}
 	return fmt.Sprintf("waiting for a free GPU: every GPU of the %d worker(s) on task queue %s is busy", len(resp.GetPollers()), queue)
+}
+
+// gpuQueueChecks are the dry run's lines for GPU steps: whether any worker
+// polls the run's GPU task queue. Without one the step would not fail, it
+// would wait (DECISIONS 219), which a dry run reports as a failed check.
+func gpuQueueChecks(ctx context.Context, c client.Client, namespace, taskQueue string, plan *spec.Plan) []activities.PreflightCheck {
+	if taskQueue == "" {
+		taskQueue = workflows.TaskQueue
+	}
+	queue := workflows.GPUTaskQueue(taskQueue)
+	var checks []activities.PreflightCheck
+	pollers := -1
+	for _, ps := range plan.Steps {
+		if ps.Resources.GPUs == 0 {
+			continue
+		}
+		if pollers < 0 {
+			resp, err := c.WorkflowService().DescribeTaskQueue(ctx, &workflowservice.DescribeTaskQueueRequest{
+				Namespace:     namespace,
+				TaskQueue:     &taskqueuepb.TaskQueue{Name: queue, Kind: enumspb.TASK_QUEUE_KIND_NORMAL},
+				TaskQueueType: enumspb.TASK_QUEUE_TYPE_ACTIVITY,
+			})
+			if err != nil {
+				return append(checks, activities.PreflightCheck{Kind: activities.CheckGPU, Step: ps.ID, Target: queue,
+					Status: activities.CheckFail, Reason: fmt.Sprintf("cannot ask Temporal who polls %s: %v", queue, err)})
+			}
+			pollers = len(resp.GetPollers())
+		}
+		ck := activities.PreflightCheck{Kind: activities.CheckGPU, Step: ps.ID, Target: queue, Status: activities.CheckOK,
+			Reason: fmt.Sprintf("%d worker(s) serve GPU steps", pollers)}
+		if pollers == 0 {
+			ck.Status, ck.Reason = activities.CheckFail,
+				"no worker serves GPU steps: the step would wait until one polls "+queue+" (agentctl worker --gpus N)"
+		}
+		checks = append(checks, ck)
+	}
+	return checks
 }

@@ -196,7 +196,7 @@ func runList(ctx context.Context, o *listOptions) error {
 			return serverErr("list agents (query %q): %w", q.Query, err)
 		}
 		for _, info := range resp.GetExecutions() {
-			s := summarize(info)
+			s := summarize(payloadConverter(c), info)
 			if matchAny(q.Globs, s.ID) {
 				rows = append(rows, s)
 			}

@@ -375,6 +375,9 @@ func dryRun(ctx context.Context, o *runOptions, plan *spec.Plan, inputs map[stri
 		if rep.Preflight, err = o.preflight(ctx, c, o.TaskQueue, agent, plan, o.PreflightTimeout); err != nil {
 			return err
 		}
+		// GPU steps run on the GPU queue's workers, not on the one that
+		// answered: Temporal knows whether any polls it.
+		rep.Preflight.Checks = append(rep.Preflight.Checks, gpuQueueChecks(ctx, c, o.Namespace, o.TaskQueue, plan)...)
 		rep.OK = rep.Preflight.Failed() == 0
 	}
 	for _, s := range plan.Steps {

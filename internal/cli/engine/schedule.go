@@ -13,6 +13,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/agentflow/agentflow/internal/spec"
@@ -233,13 +234,13 @@ func utcTimes(ts []time.Time) []time.Time {
 	return out
 }
 
-func describeView(id string, d *client.ScheduleDescription) scheduleView {
+func describeView(dc converter.DataConverter, id string, d *client.ScheduleDescription) scheduleView {
 	v := scheduleView{
 		ID:            id,
-		Spec:          memoString(d.Memo, workflows.MemoSpecName),
-		SpecVersion:   memoString(d.Memo, workflows.MemoSpecVersion),
-		Cron:          memoString(d.Memo, scheduleMemoCron),
-		Timezone:      memoString(d.Memo, scheduleMemoTimezone),
+		Spec:          memoString(dc, d.Memo, workflows.MemoSpecName),
+		SpecVersion:   memoString(dc, d.Memo, workflows.MemoSpecVersion),
+		Cron:          memoString(dc, d.Memo, scheduleMemoCron),
+		Timezone:      memoString(dc, d.Memo, scheduleMemoTimezone),
 		Paused:        d.Schedule.State.Paused,
 		Note:          d.Schedule.State.Note,
 		NextFireTimes: utcTimes(d.Info.NextActionTimes),
@@ -263,12 +264,12 @@ func newScheduleDescribeCmd(o *scheduleOptions) *cobra.Command {
 		Example: `  agentctl schedule describe daily-tech-news -o json`,
 		Args:    argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withSchedule(cmd.Context(), o, args[0], func(ctx context.Context, h client.ScheduleHandle) error {
+			return withSchedule(cmd.Context(), o, args[0], func(ctx context.Context, h client.ScheduleHandle, dc converter.DataConverter) error {
 				d, err := h.Describe(ctx)
 				if err != nil {
 					return scheduleErr(args[0], "describe", err)
 				}
-				v := describeView(args[0], d)
+				v := describeView(dc, args[0], d)
 				if o.Output == "json" {
 					return writeJSON(o.Streams.Out, v)
 				}
@@ -351,10 +352,10 @@ func runScheduleList(ctx context.Context, o *scheduleOptions) error {
 		}
 		v := scheduleView{
 			ID:            e.ID,
-			Spec:          memoString(e.Memo, workflows.MemoSpecName),
-			SpecVersion:   memoString(e.Memo, workflows.MemoSpecVersion),
-			Cron:          memoString(e.Memo, scheduleMemoCron),
-			Timezone:      memoString(e.Memo, scheduleMemoTimezone),
+			Spec:          memoString(payloadConverter(c), e.Memo, workflows.MemoSpecName),
+			SpecVersion:   memoString(payloadConverter(c), e.Memo, workflows.MemoSpecVersion),
+			Cron:          memoString(payloadConverter(c), e.Memo, scheduleMemoCron),
+			Timezone:      memoString(payloadConverter(c), e.Memo, scheduleMemoTimezone),
 			Paused:        e.Paused,
 			Note:          e.Note,
 			NextFireTimes: utcTimes(e.NextActionTimes),
@@ -393,7 +394,7 @@ func newScheduleTriggerCmd(o *scheduleOptions) *cobra.Command {
 paused. The run appears under recent actions in 'schedule describe'.`,
 		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withSchedule(cmd.Context(), o, args[0], func(ctx context.Context, h client.ScheduleHandle) error {
+			return withSchedule(cmd.Context(), o, args[0], func(ctx context.Context, h client.ScheduleHandle, dc converter.DataConverter) error {
 				// Overlap ALLOW_ALL: an explicit trigger is a request to run
 				// now, not subject to the schedule's skip policy.
 				if err := h.Trigger(ctx, client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL}); err != nil {
@@ -417,7 +418,7 @@ func newSchedulePauseCmd(o *scheduleOptions, pause bool) *cobra.Command {
 		Short: short,
 		Args:  argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withSchedule(cmd.Context(), o, args[0], func(ctx context.Context, h client.ScheduleHandle) error {
+			return withSchedule(cmd.Context(), o, args[0], func(ctx context.Context, h client.ScheduleHandle, dc converter.DataConverter) error {
 				var err error
 				if pause {
 					if note == "" {
@@ -448,7 +449,7 @@ func newScheduleDeleteCmd(o *scheduleOptions) *cobra.Command {
 		Short: "Delete a schedule (its runs are kept)",
 		Args:  argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withSchedule(cmd.Context(), o, args[0], func(ctx context.Context, h client.ScheduleHandle) error {
+			return withSchedule(cmd.Context(), o, args[0], func(ctx context.Context, h client.ScheduleHandle, dc converter.DataConverter) error {
 				if err := h.Delete(ctx); err != nil {
 					return scheduleErr(args[0], "delete", err)
 				}
@@ -460,7 +461,7 @@ func newScheduleDeleteCmd(o *scheduleOptions) *cobra.Command {
 }
 
 // withSchedule dials and runs fn on the handle of schedule id.
-func withSchedule(ctx context.Context, o *scheduleOptions, id string, fn func(context.Context, client.ScheduleHandle) error) error {
+func withSchedule(ctx context.Context, o *scheduleOptions, id string, fn func(context.Context, client.ScheduleHandle, converter.DataConverter) error) error {
 	if strings.TrimSpace(id) == "" {
 		return usageErr("schedule ID is empty")
 	}
@@ -469,7 +470,7 @@ func withSchedule(ctx context.Context, o *scheduleOptions, id string, fn func(co
 		return err
 	}
 	defer c.Close()
-	return fn(ctx, c.ScheduleClient().GetHandle(ctx, id))
+	return fn(ctx, c.ScheduleClient().GetHandle(ctx, id), payloadConverter(c))
 }
 
 // scheduleErr maps a schedule call's error: unknown schedule → a clear

@@ -153,7 +153,7 @@ func TestDescribeView(t *testing.T) {
 			NumActions: 1,
 		},
 	}
-	v := describeView("nightly", d)
+	v := describeView(converter.GetDefaultDataConverter(), "nightly", d)
 	require.Equal(t, "nightly", v.Spec)
 	require.Equal(t, "0 0 9 * * ?", v.Cron)
 	require.Equal(t, "Europe/Paris", v.Timezone)

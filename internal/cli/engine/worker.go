@@ -182,6 +182,10 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 	if err := tracing.CheckEnv(os.Getenv); err != nil {
 		return worker.Config{}, usageErr("tracing: %v", err)
 	}
+	// A bad codec key file is invalid input: found here, before anything starts.
+	if _, err := loadCodec(opts); err != nil {
+		return worker.Config{}, err
+	}
 	policy := secrets.Policy{EnvAllow: f.SecretEnvAllow, FileRoots: f.SecretFileRoots, VaultPrefixes: f.SecretVaultPrefixes}
 	if err := policy.Check(); err != nil {
 		return worker.Config{}, usageErr("%v", err)
@@ -217,6 +221,7 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		CheckpointDir:               f.CheckpointDir,
 		CheckpointKeyFile:           f.CheckpointKeyFile,
 		InsecureUnsignedCheckpoints: f.InsecureUnsignedCheckpoints,
+		CodecKeyFile:                opts.CodecKeyFile,
 		LogDir:                      f.LogDir,
 		ResultDir:                   f.ResultDir,
 		DevVaultDir:                 vaultCfg.DevVaultDir,
