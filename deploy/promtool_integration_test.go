@@ -65,16 +65,20 @@ func TestPromtoolCatchesBrokenRules(t *testing.T) {
 		want   string
 	}{
 		{
-			name:   "unparsable expression",
-			mutate: func(r string) string { return strings.Replace(r, "agentflow:run_failure_ratio:1h > 0.05", "agentflow:run_failure_ratio:1h > > 0.05", 1) },
-			args:   []string{"check", "rules", "alerts.yml"},
-			want:   "parse error",
+			name: "unparsable expression",
+			mutate: func(r string) string {
+				return strings.Replace(r, "agentflow:run_failure_ratio:1h > 0.05", "agentflow:run_failure_ratio:1h > > 0.05", 1)
+			},
+			args: []string{"check", "rules", "alerts.yml"},
+			want: "parse error",
 		},
 		{
-			name:   "threshold that no longer fires",
-			mutate: func(r string) string { return strings.Replace(r, "agentflow:run_failure_ratio:1h > 0.05", "agentflow:run_failure_ratio:1h > 0.5", 1) },
-			args:   []string{"test", "rules", "alerts_test.yml"},
-			want:   "AgentflowRunFailureRateHigh",
+			name: "threshold that no longer fires",
+			mutate: func(r string) string {
+				return strings.Replace(r, "agentflow:run_failure_ratio:1h > 0.05", "agentflow:run_failure_ratio:1h > 0.5", 1)
+			},
+			args: []string{"test", "rules", "alerts_test.yml"},
+			want: "AgentflowRunFailureRateHigh",
 		},
 	}
 	for _, tc := range cases {
