@@ -84,13 +84,13 @@ func New() *Metrics {
 	return newMetrics(time.Now)
 }
 
-// Durations are the buckets of every agentflow duration histogram, in
+// durationBuckets are the buckets of every agentflow duration histogram, in
 // seconds. 300 is the seed's `le="300"` (five minutes); a test keeps it.
-var Durations = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+var durationBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
 
 func newMetrics(now func() time.Time) *Metrics {
 	reg := prometheus.NewRegistry()
-	durations := Durations
+	durations := durationBuckets
 	sizes := prometheus.ExponentialBuckets(256, 4, 10) // 256 B .. 64 MiB
 	m := &Metrics{
 		Registry: reg,
