@@ -46,6 +46,11 @@ lint: ## gofmt + go vet + go.mod/go.sum tidy
 	$(GO) vet -tags 'integration e2e load' ./...
 	@out=$$($(GO) mod tidy -diff 2>&1) || { echo "go.mod/go.sum not tidy (run go mod tidy):"; echo "$$out"; exit 1; }
 
+.PHONY: alerts
+alerts: ## check and unit-test deploy/prometheus/alerts.yml with promtool (built once, pinned), and every dashboard/alert query against the worker's metrics
+	promtool=$$(scripts/test-servers.sh promtool) && cd deploy && $$promtool check rules prometheus/alerts.yml && $$promtool test rules prometheus/alerts_test.yml
+	promtool=$$(scripts/test-servers.sh promtool) && AGENTFLOW_PROMTOOL=$$promtool AGENTFLOW_REQUIRE_DOCKER=1 $(GO) test -count=1 -tags integration ./deploy/
+
 .PHONY: bench
 bench: temporal images ## benchmarks with in-run baselines (see docs/BENCHMARKS.md; builds the MinIO test server once)
 	$(GO) test -run '^$$' -bench . -benchmem ./bench/...

@@ -8,35 +8,37 @@ import (
 	"io"
 
 	"github.com/agentflow/agentflow/exechost"
+	"github.com/agentflow/agentflow/internal/metrics"
 )
 
 // classify turns a finished exec into the step's output or a ToolFailed /
 // OutputLimit failure (SPEC §5: non-zero exit, stdout that is not one JSON
 // object, a non-empty error field, OOM; output over the inline limit).
 func (at *attempt) classify(res *exechost.ExecResult) (map[string]any, *stepError) {
-	fail := func(typ, format string, args ...any) (map[string]any, *stepError) {
-		return nil, &stepError{Type: typ, Msg: at.scrub.String(fmt.Sprintf(format, args...)), Details: at.details(res)}
+	// reason is the metrics reason of a ToolFailed (ignored for others).
+	fail := func(typ, reason, format string, args ...any) (map[string]any, *stepError) {
+		return nil, &stepError{Type: typ, Reason: reason, Msg: at.scrub.String(fmt.Sprintf(format, args...)), Details: at.details(res)}
 	}
 	if res.OOMKilled {
-		return fail(ErrTypeToolFailed, "tool was killed for exceeding its memory limit (%d bytes)", at.req.Resources.MemoryBytes)
+		return fail(ErrTypeToolFailed, metrics.ReasonOOM, "tool was killed for exceeding its memory limit (%d bytes)", at.req.Resources.MemoryBytes)
 	}
 	if res.ExitCode != 0 {
 		if out, err := parseOutput(res.Stdout); err == nil {
 			if msg, ok := errorField(out); ok {
-				return fail(ErrTypeToolFailed, "tool exited with code %d: %s", res.ExitCode, msg)
+				return fail(ErrTypeToolFailed, metrics.ReasonExitCode, "tool exited with code %d: %s", res.ExitCode, msg)
 			}
 		}
-		return fail(ErrTypeToolFailed, "tool exited with code %d", res.ExitCode)
+		return fail(ErrTypeToolFailed, metrics.ReasonExitCode, "tool exited with code %d", res.ExitCode)
 	}
 	if limit := at.a.opts.InlineOutputLimit; int64(len(res.Stdout)) > limit {
-		return fail(ErrTypeOutputLimit, "tool output is %d bytes, above the inline limit of %d bytes: write large data under /workspace (it is checkpointed and handed to dependent steps) and return its path instead", len(res.Stdout), limit)
+		return fail(ErrTypeOutputLimit, "", "tool output is %d bytes, above the inline limit of %d bytes: write large data under /workspace (it is checkpointed and handed to dependent steps) and return its path instead", len(res.Stdout), limit)
 	}
 	out, err := parseOutput(res.Stdout)
 	if err != nil {
-		return fail(ErrTypeToolFailed, "tool stdout is not one JSON object: %v", err)
+		return fail(ErrTypeToolFailed, metrics.ReasonParseError, "tool stdout is not one JSON object: %v", err)
 	}
 	if msg, ok := errorField(out); ok {
-		return fail(ErrTypeToolFailed, "tool reported an error: %s", msg)
+		return fail(ErrTypeToolFailed, metrics.ReasonToolError, "tool reported an error: %s", msg)
 	}
 	scrubbed, _ := at.scrub.Value(out).(map[string]any)
 	return scrubbed, nil

@@ -16,7 +16,10 @@ import (
 // stepError is one failed attempt, classified, before it becomes a Temporal
 // ApplicationError. Msg and Details are already scrubbed of secrets.
 type stepError struct {
-	Type    string
+	Type string
+	// Reason refines a ToolFailed for metrics (metrics.ReasonOOM, ...);
+	// empty otherwise. It stays on the worker.
+	Reason  string
 	Msg     string
 	Details StepFailureDetails
 }

@@ -162,7 +162,7 @@ func TestAdoptFinishedPredecessor(t *testing.T) {
 			provisions, _, _, _, _ := h.host.snapshot()
 			require.Len(t, provisions, 1, "no sandbox for the adopting attempt")
 			require.InDelta(t, 1, testutil.ToFloat64(h.metrics.AttemptsAdopted.WithLabelValues("echo:1.0")), 0)
-			require.InDelta(t, 1, testutil.ToFloat64(h.metrics.ToolInvocations.WithLabelValues("echo:1.0", "success")), 0)
+			require.InDelta(t, 1, testutil.ToFloat64(h.metrics.ToolInvocations.WithLabelValues("echo:1.0", "success", "none")), 0)
 			b, err := h.logs.Read(t.Context(), logstore.Key{AgentID: req.AgentID, RunID: req.RunID, StepID: req.StepID, Attempt: 2}, 0)
 			require.NoError(t, err)
 			require.Contains(t, string(b), "attempt 2 adopted the recorded result of attempt 1")

@@ -39,9 +39,8 @@ type WebhookEvent struct {
 // delivery failures show in metrics (DECISIONS 205).
 func (a *Activities) RunFinished(ctx context.Context, ev RunEvent) error {
 	// Metrics once per run, not once per retry of a failed delivery.
-	if activity.GetInfo(ctx).Attempt <= 1 && a.opts.Metrics != nil {
-		a.opts.Metrics.RunFinished.WithLabelValues(ev.Spec, ev.Status).Inc()
-		a.opts.Metrics.RunDuration.WithLabelValues(ev.Spec, ev.Status).Observe(float64(ev.DurationMS) / 1000)
+	if activity.GetInfo(ctx).Attempt <= 1 {
+		a.opts.Metrics.RunEnded(ev.Spec, ev.Status, time.Duration(ev.DurationMS)*time.Millisecond)
 	}
 	a.log.InfoContext(ctx, "run finished", "agent_id", ev.AgentID, "run_id", ev.RunID, "spec", ev.Spec,
 		"status", ev.Status, "duration_ms", ev.DurationMS)
@@ -75,13 +74,7 @@ func (a *Activities) RunFinished(ctx context.Context, ev RunEvent) error {
 			continue
 		}
 		err := a.post(ctx, target, ev.RunID, payload)
-		if a.opts.Metrics != nil {
-			result := "ok"
-			if err != nil {
-				result = "error"
-			}
-			a.opts.Metrics.WebhookDeliveries.WithLabelValues(result).Inc()
-		}
+		a.opts.Metrics.WebhookDelivered(err)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -77,7 +77,9 @@ func TestRunFinishedDeliversWebhooksAndMetrics(t *testing.T) {
 	require.Equal(t, map[string]any{"n": 3.0}, got.Outputs)
 	require.Empty(t, got.Webhooks)
 	require.Equal(t, []string{"run-9", "run-9"}, rec.keys)
-	require.InDelta(t, 1, testutil.ToFloat64(m.RunFinished.WithLabelValues("daily-tech-news", "SUCCEEDED")), 0)
+	require.InDelta(t, 1, testutil.ToFloat64(m.RunFinished.WithLabelValues("daily-tech-news", "succeeded")), 0)
+	// The spec's other statuses exist at 0 (a failure ratio sees the first failure).
+	require.Equal(t, 3, testutil.CollectAndCount(m.RunFinished))
 	require.InDelta(t, 2, testutil.ToFloat64(m.WebhookDeliveries.WithLabelValues("ok")), 0)
 
 	// A failing receiver fails the activity (so Temporal retries it); the

@@ -67,6 +67,8 @@ func (a *Activities) RunStep(ctx context.Context, req StepRequest) (*StepResult,
 	at := a.newAttempt(ctx, req)
 	ctx = at.startSpan(ctx)
 	start := time.Now()
+	// Visible while it runs: a stuck attempt shows before it ends.
+	defer a.opts.Metrics.AttemptRunning(at.budget.StartToClose)()
 	res, err := at.run(ctx)
 	if hb := handBackError(ctx); hb != nil && err != nil && failure.Kind(err) == failure.Canceled {
 		// Whatever step the hand-back interrupted saw a canceled context.
@@ -609,10 +611,9 @@ func (at *attempt) writeLog(ctx context.Context, failMsg, outcome string) {
 // records the outcome metrics, and returns the error as Temporal sees it.
 func (at *attempt) finish(ctx context.Context, start time.Time, err error) error {
 	kind := failure.Kind(err)
-	status := kind
+	status := metrics.InvocationStatus(kind)
 	switch {
 	case err == nil:
-		status = "success"
 		at.writeLog(ctx, "", "success")
 	case kind == failure.Canceled:
 		at.writeLog(ctx, "attempt canceled", "canceled")
@@ -630,8 +631,12 @@ func (at *attempt) finish(ctx context.Context, start time.Time, err error) error
 		if at.adoptedFrom > 0 {
 			m.AttemptAdopted(tool) // no tool ran: not an invocation
 		} else {
-			m.ToolInvocations.WithLabelValues(tool, status).Inc()
-			m.StepDuration.WithLabelValues(tool, status).Observe(time.Since(start).Seconds())
+			var detail string
+			var se *stepError
+			if errors.As(err, &se) {
+				detail = se.Reason
+			}
+			m.ToolInvoked(tool, kind, detail, time.Since(start))
 		}
 		if at.number > 1 {
 			m.StepRetries.WithLabelValues(tool).Inc()
@@ -652,7 +657,7 @@ func (at *attempt) finish(ctx context.Context, start time.Time, err error) error
 			err = &stepError{Type: failure.SandboxLost, Msg: at.scrub.String(err.Error()),
 				Details: StepFailureDetails{Attempt: at.number, ExitCode: -1, Worker: at.a.opts.Identity}}
 		}
-		at.log.InfoContext(ctx, "step attempt failed", "status", status, "duration_ms", time.Since(start).Milliseconds(),
+		at.log.InfoContext(ctx, "step attempt failed", "status", status, "type", kind, "duration_ms", time.Since(start).Milliseconds(),
 			"error", at.scrub.String(err.Error()))
 		return toTemporal(err)
 	}

@@ -145,7 +145,7 @@ func TestRunStepSuccess(t *testing.T) {
 	require.Zero(t, live)
 
 	require.Equal(t, "working\n", h.log(t, req))
-	require.InDelta(t, 1, testutil.ToFloat64(h.metrics.ToolInvocations.WithLabelValues("echo:1.0", "success")), 0)
+	require.InDelta(t, 1, testutil.ToFloat64(h.metrics.ToolInvocations.WithLabelValues("echo:1.0", "success", "none")), 0)
 	require.InDelta(t, 0, testutil.ToFloat64(h.metrics.ActiveSandboxes), 0)
 }
 
@@ -175,41 +175,42 @@ func TestRunStepFailures(t *testing.T) {
 		wantExit      int
 		wantCP        bool // the failed attempt was checkpointed
 		wantProvision bool
+		wantReason    string // metrics reason of a ToolFailed
 	}{
 		{
 			name:     "non-zero exit with error field",
 			setup:    func(h *harness, _ *StepRequest) { h.host.exec = result(`{"error":"boom"}`, "stack trace\n", 3) },
-			wantType: ErrTypeToolFailed, wantMsg: "tool exited with code 3: boom", wantExit: 3, wantCP: true, wantProvision: true,
+			wantType: ErrTypeToolFailed, wantReason: "exit_code", wantMsg: "tool exited with code 3: boom", wantExit: 3, wantCP: true, wantProvision: true,
 		},
 		{
 			name:     "non-zero exit",
 			setup:    func(h *harness, _ *StepRequest) { h.host.exec = result("", "segfault\n", 139) },
-			wantType: ErrTypeToolFailed, wantMsg: "tool exited with code 139", wantExit: 139, wantCP: true, wantProvision: true,
+			wantType: ErrTypeToolFailed, wantReason: "exit_code", wantMsg: "tool exited with code 139", wantExit: 139, wantCP: true, wantProvision: true,
 		},
 		{
 			name:     "stdout not JSON",
 			setup:    func(h *harness, _ *StepRequest) { h.host.exec = result("hello world", "", 0) },
-			wantType: ErrTypeToolFailed, wantMsg: "not one JSON object", wantCP: true, wantProvision: true,
+			wantType: ErrTypeToolFailed, wantReason: "parse_error", wantMsg: "not one JSON object", wantCP: true, wantProvision: true,
 		},
 		{
 			name:     "two JSON objects",
 			setup:    func(h *harness, _ *StepRequest) { h.host.exec = result(`{"a":1}{"b":2}`, "", 0) },
-			wantType: ErrTypeToolFailed, wantMsg: "more than one JSON value", wantCP: true, wantProvision: true,
+			wantType: ErrTypeToolFailed, wantReason: "parse_error", wantMsg: "more than one JSON value", wantCP: true, wantProvision: true,
 		},
 		{
 			name:     "JSON array",
 			setup:    func(h *harness, _ *StepRequest) { h.host.exec = result(`[1,2]`, "", 0) },
-			wantType: ErrTypeToolFailed, wantMsg: "got a JSON array", wantCP: true, wantProvision: true,
+			wantType: ErrTypeToolFailed, wantReason: "parse_error", wantMsg: "got a JSON array", wantCP: true, wantProvision: true,
 		},
 		{
 			name:     "empty stdout",
 			setup:    func(h *harness, _ *StepRequest) { h.host.exec = result("  \n", "", 0) },
-			wantType: ErrTypeToolFailed, wantMsg: "stdout is empty", wantCP: true, wantProvision: true,
+			wantType: ErrTypeToolFailed, wantReason: "parse_error", wantMsg: "stdout is empty", wantCP: true, wantProvision: true,
 		},
 		{
 			name:     "error field",
 			setup:    func(h *harness, _ *StepRequest) { h.host.exec = result(`{"error":"customer unknown"}`, "", 0) },
-			wantType: ErrTypeToolFailed, wantMsg: "tool reported an error: customer unknown", wantCP: true, wantProvision: true,
+			wantType: ErrTypeToolFailed, wantReason: "tool_error", wantMsg: "tool reported an error: customer unknown", wantCP: true, wantProvision: true,
 		},
 		{
 			name: "OOM killed",
@@ -218,7 +219,7 @@ func TestRunStepFailures(t *testing.T) {
 					return &exechost.ExecResult{ExitCode: 137, OOMKilled: true}, nil
 				}
 			},
-			wantType: ErrTypeToolFailed, wantMsg: "memory limit", wantExit: 137, wantCP: true, wantProvision: true,
+			wantType: ErrTypeToolFailed, wantReason: "oom", wantMsg: "memory limit", wantExit: 137, wantCP: true, wantProvision: true,
 		},
 		{
 			name: "timeout",
@@ -384,7 +385,15 @@ func TestRunStepFailures(t *testing.T) {
 				require.Len(t, terminates, 1)
 			}
 			require.InDelta(t, 0, testutil.ToFloat64(h.metrics.ActiveSandboxes), 0)
-			require.InDelta(t, 1, testutil.ToFloat64(h.metrics.ToolInvocations.WithLabelValues("echo:1.0", tc.wantType)), 0)
+			// Every failure is status="failed" with a reason of the closed
+			// set; a ToolFailed names its cause.
+			reason := tc.wantReason
+			if reason == "" {
+				reason = map[string]string{ErrTypeTimeout: "timeout", ErrTypeOutputLimit: "output_limit",
+					ErrTypeSandboxLost: "sandbox_lost", ErrTypePolicy: "policy", ErrTypeInvalidInput: "invalid_input"}[tc.wantType]
+			}
+			require.NotEmpty(t, reason, "case lacks wantReason")
+			require.InDelta(t, 1, testutil.ToFloat64(h.metrics.ToolInvocations.WithLabelValues("echo:1.0", "failed", reason)), 0)
 
 			// Whatever failed, the attempt's log has exactly one failure
 			// line, carrying the message (agentctl logs shows it).
@@ -514,7 +523,7 @@ func TestRunStepCancelTerminatesSandbox(t *testing.T) {
 	require.Zero(t, live)
 	require.Contains(t, h.log(t, req), "got SIGTERM")
 	require.Contains(t, h.log(t, req), "--- agentflow: attempt 1 failed: attempt canceled\n")
-	require.InDelta(t, 1, testutil.ToFloat64(h.metrics.ToolInvocations.WithLabelValues("echo:1.0", "canceled")), 0)
+	require.InDelta(t, 1, testutil.ToFloat64(h.metrics.ToolInvocations.WithLabelValues("echo:1.0", "canceled", "canceled")), 0)
 }
 
 func TestRunStepGitWorkspace(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/agentflow/agentflow/internal/logstore"
+	"github.com/agentflow/agentflow/internal/metrics"
 	"github.com/agentflow/agentflow/internal/spec"
 	"github.com/agentflow/agentflow/workflows"
 )
@@ -235,18 +236,30 @@ func TestEngineE2E(t *testing.T) {
 		resp.Body.Close()
 		text := string(body)
 		for _, want := range []string{
-			`agentflow_tool_invocations_total{status="success",tool="echo:e2e"}`,
+			`agentflow_tool_invocations_total{reason="none",status="success",tool="echo:e2e"}`,
 			`agentflow_sandbox_phase_duration_seconds_count{phase="exec",result="ok"}`,
 			`agentflow_sandbox_phase_duration_seconds_count{phase="restore",result="ok"}`,
 			`agentflow_step_retries_total{tool="testtool:e2e"}`,
 			"agentflow_sandbox_active 0",
-			`agentflow_run_finished_total{spec="e2e-linear",status="SUCCEEDED"} 1`,
-			`agentflow_run_finished_total{spec="e2e-cancel",status="CANCELED"} 2`,
+			`agentflow_run_finished_total{spec="e2e-linear",status="succeeded"} 1`,
+			`agentflow_run_finished_total{spec="e2e-cancel",status="canceled"} 2`,
+			`agentflow_tool_invocations_total{reason="exit_code",status="failed",tool="testtool:e2e"}`,
+			`agentflow_tool_invocations_total{reason="canceled",status="canceled",tool="testtool:e2e"}`,
+			`agentflow_run_finished_total{spec="e2e-fail",status="failed"} 1`,
+			`agentflow_run_finished_total{spec="e2e-fail",status="succeeded"} 0`,
+			`agentflow_run_duration_seconds_bucket{spec="e2e-linear",status="succeeded",le="300"} 1`,
+			"agentflow_step_attempts_running 0",
+			"agentflow_step_attempts_overdue 0",
 			"temporal_activity_execution_latency",
 		} {
 			require.True(t, strings.Contains(text, want), "metrics lack %s", want)
 		}
 		// Counted in workflow code through the SDK metrics handler.
 		require.Regexp(t, `(?m)^agentflow_run_started_total\{[^}]*spec="e2e-linear"[^}]*\} 1$`, text)
+		// The SDK families the dashboard and alerts read
+		// (deploy/grafana, deploy/prometheus) are emitted by a real worker.
+		for _, name := range metrics.TemporalSDK {
+			require.Regexp(t, `(?m)^`+name+`(_bucket)?\{`, text, "the worker does not export SDK metric %s", name)
+		}
 	})
 }

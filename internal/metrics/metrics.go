@@ -43,11 +43,15 @@ const (
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	RunFinished     *prometheus.CounterVec   // spec, status
-	RunDuration     *prometheus.HistogramVec // spec, status
-	StepDuration    *prometheus.HistogramVec // tool, status
-	ToolInvocations *prometheus.CounterVec   // tool, status
-	StepRetries     *prometheus.CounterVec   // tool
+	// RunFinished and RunDuration: status is RunStatus's lower case
+	// (succeeded|failed|canceled); use RunEnded.
+	RunFinished  *prometheus.CounterVec   // spec, status
+	RunDuration  *prometheus.HistogramVec // spec, status
+	StepDuration *prometheus.HistogramVec // tool, status
+	// ToolInvocations: status success|failed|canceled and reason, one of
+	// Reasons(); use ToolInvoked.
+	ToolInvocations *prometheus.CounterVec // tool, status, reason
+	StepRetries     *prometheus.CounterVec // tool
 	// AttemptFailures counts failed attempts by tool, class (FailureTool,
 	// FailureInfrastructure, FailureOther) and failure type, so a broken
 	// tool and a broken machine never look alike on a dashboard.
@@ -70,20 +74,29 @@ type Metrics struct {
 	// a sandbox ready (result hit|miss).
 	PoolTakes *prometheus.CounterVec
 
-	sdk *sdkCollector
+	sdk     *sdkCollector
+	running *running
 }
 
 // New registers every agentflow collector, the Go runtime and process
 // collectors, and the Temporal SDK adapter on a fresh registry.
 func New() *Metrics {
+	return newMetrics(time.Now)
+}
+
+// durationBuckets are the buckets of every agentflow duration histogram, in
+// seconds. 300 is the seed's `le="300"` (five minutes); a test keeps it.
+var durationBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+
+func newMetrics(now func() time.Time) *Metrics {
 	reg := prometheus.NewRegistry()
-	durations := []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+	durations := durationBuckets
 	sizes := prometheus.ExponentialBuckets(256, 4, 10) // 256 B .. 64 MiB
 	m := &Metrics{
 		Registry: reg,
 		RunFinished: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agentflow_run_finished_total",
-			Help: "Runs that reached a terminal status, by spec and status.",
+			Help: "Runs that reached a terminal status, by spec and status (succeeded, failed, canceled).",
 		}, []string{"spec", "status"}),
 		RunDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "agentflow_run_duration_seconds",
@@ -92,13 +105,13 @@ func New() *Metrics {
 		}, []string{"spec", "status"}),
 		StepDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "agentflow_step_duration_seconds",
-			Help:    "Wall time of one step attempt (provision to terminate), by tool and status.",
+			Help:    "Wall time of one step attempt (provision to terminate), by tool and status (success, failed, canceled).",
 			Buckets: durations,
 		}, []string{"tool", "status"}),
 		ToolInvocations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agentflow_tool_invocations_total",
-			Help: "Tool attempts by tool and outcome (success or the failure type).",
-		}, []string{"tool", "status"}),
+			Help: "Tool attempts by tool, status (success, failed, canceled) and reason (none, or what failed: a closed set).",
+		}, []string{"tool", "status", "reason"}),
 		StepRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agentflow_step_retries_total",
 			Help: "Step attempts after the first, by tool.",
@@ -150,7 +163,13 @@ func New() *Metrics {
 			Name: "agentflow_sandbox_pool_takes_total",
 			Help: "Provisions the warm sandbox pool could serve, by result (hit: a pre-started sandbox; miss: started cold).",
 		}, []string{"result"}),
-		sdk: newSDKCollector(),
+		sdk:     newSDKCollector(),
+		running: newRunning(now),
+	}
+	// Series an alert divides or matches on exist from the start at 0, so
+	// the first error counts in increase() instead of creating the series.
+	for _, result := range []string{WebhookOK, WebhookError} {
+		m.WebhookDeliveries.WithLabelValues(result)
 	}
 	reg.MustRegister(
 		m.RunFinished, m.RunDuration, m.StepDuration, m.ToolInvocations, m.StepRetries,
@@ -159,7 +178,7 @@ func New() *Metrics {
 		m.WebhookDeliveries, m.EgressConnections, m.EgressBytes, m.PoolTakes,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.sdk,
+		m.sdk, m.running,
 	)
 	return m
 }
@@ -195,6 +214,62 @@ func (m *Metrics) PoolTake(hit bool) {
 		result = "hit"
 	}
 	m.PoolTakes.WithLabelValues(result).Inc()
+}
+
+// RunEnded records one finished run: status in the workflow's spelling
+// (SUCCEEDED, ...), recorded lower case. The spec's other statuses are
+// created at 0 on its first run, so a failure ratio over increase() sees
+// the spec's first failure too.
+func (m *Metrics) RunEnded(spec, status string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	s := RunStatus(status)
+	for _, other := range runStatuses {
+		m.RunFinished.WithLabelValues(spec, other)
+	}
+	m.RunFinished.WithLabelValues(spec, s).Inc()
+	m.RunDuration.WithLabelValues(spec, s).Observe(d.Seconds())
+}
+
+// ToolInvoked records one attempt in which the tool ran (or was to run):
+// class is its failure class ("" = success), detail the finer cause of a
+// ToolFailed (see Reason).
+func (m *Metrics) ToolInvoked(tool, class, detail string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	status := InvocationStatus(class)
+	m.ToolInvocations.WithLabelValues(tool, status, Reason(class, detail)).Inc()
+	m.StepDuration.WithLabelValues(tool, status).Observe(d.Seconds())
+}
+
+// AttemptRunning marks one step attempt as running on this worker until
+// the returned func is called; limit is the attempt's whole budget, past
+// which it counts as overdue (agentflow_step_attempts_overdue).
+func (m *Metrics) AttemptRunning(limit time.Duration) (done func()) {
+	if m == nil {
+		return func() {}
+	}
+	return m.running.start(limit)
+}
+
+// Webhook delivery results.
+const (
+	WebhookOK    = "ok"
+	WebhookError = "error"
+)
+
+// WebhookDelivered counts one webhook delivery by its outcome.
+func (m *Metrics) WebhookDelivered(err error) {
+	if m == nil {
+		return
+	}
+	result := WebhookOK
+	if err != nil {
+		result = WebhookError
+	}
+	m.WebhookDeliveries.WithLabelValues(result).Inc()
 }
 
 // SandboxUp and SandboxDown track the active-sandboxes gauge.

@@ -45,7 +45,7 @@ weird_name_with_dots{namespace="default"} 1
 
 func TestAgentflowMetricsNames(t *testing.T) {
 	m := New()
-	m.RunFinished.WithLabelValues("news", "SUCCEEDED").Inc()
+	m.RunEnded("news", "SUCCEEDED", 4*time.Minute)
 	m.ObservePhase(PhaseExec, time.Second, nil)
 	m.ActiveSandboxes.Inc()
 	m.ReapedSandboxes.Add(2)
@@ -62,7 +62,7 @@ agentflow_step_attempt_failures_total{class="tool",tool="echo:1",type="ToolFaile
 # TYPE agentflow_step_attempts_adopted_total counter
 agentflow_step_attempts_adopted_total{tool="echo:1"} 1
 `), "agentflow_step_attempt_failures_total", "agentflow_step_attempts_adopted_total"))
-	require.InDelta(t, 1, testutil.ToFloat64(m.RunFinished.WithLabelValues("news", "SUCCEEDED")), 0)
+	require.InDelta(t, 1, testutil.ToFloat64(m.RunFinished.WithLabelValues("news", "succeeded")), 0)
 	require.InDelta(t, 2, testutil.ToFloat64(m.ReapedSandboxes), 0)
 
 	problems, err := testutil.GatherAndLint(m.Registry)
@@ -83,4 +83,45 @@ agentflow_step_attempts_adopted_total{tool="echo:1"} 1
 	nilM.AttemptFailed("t", FailureTool, "ToolFailed")
 	nilM.AttemptAdopted("t")
 	nilM.PoolTake(true)
+	nilM.RunEnded("s", "FAILED", time.Second)
+	nilM.ToolInvoked("t", "", "", time.Second)
+	nilM.WebhookDelivered(nil)
+}
+
+// The seed's question `agentflow_run_duration_seconds_bucket{le="300"}`
+// has an answer: a five-minute run lands in that bucket, a longer one not.
+func TestRunDurationHasTheSeedBucket(t *testing.T) {
+	m := New()
+	m.RunEnded("news", "SUCCEEDED", 300*time.Second)
+	m.RunEnded("news", "SUCCEEDED", 301*time.Second)
+	mfs, err := m.Registry.Gather()
+	require.NoError(t, err)
+	var found bool
+	for _, mf := range mfs {
+		if mf.GetName() != "agentflow_run_duration_seconds" {
+			continue
+		}
+		for _, b := range mf.GetMetric()[0].GetHistogram().GetBucket() {
+			if b.GetUpperBound() == 300 {
+				found = true
+				require.Equal(t, uint64(1), b.GetCumulativeCount())
+			}
+		}
+	}
+	require.True(t, found, "no le=\"300\" bucket")
+}
+
+func TestToolInvoked(t *testing.T) {
+	m := New()
+	m.ToolInvoked("rss:1", "ToolFailed", ReasonParseError, time.Second)
+	m.ToolInvoked("rss:1", "", "", time.Second)
+	m.ToolInvoked("rss:1", "canceled", "", time.Second)
+	require.NoError(t, testutil.GatherAndCompare(m.Registry, strings.NewReader(`
+# HELP agentflow_tool_invocations_total Tool attempts by tool, status (success, failed, canceled) and reason (none, or what failed: a closed set).
+# TYPE agentflow_tool_invocations_total counter
+agentflow_tool_invocations_total{reason="canceled",status="canceled",tool="rss:1"} 1
+agentflow_tool_invocations_total{reason="none",status="success",tool="rss:1"} 1
+agentflow_tool_invocations_total{reason="parse_error",status="failed",tool="rss:1"} 1
+`), "agentflow_tool_invocations_total"))
+	require.Equal(t, 3, testutil.CollectAndCount(m.StepDuration))
 }

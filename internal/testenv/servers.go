@@ -21,6 +21,7 @@ import (
 const (
 	MinIOVersion    = "v0.0.0-20260212201848-7aac2a2c5b7c"
 	RegistryVersion = "v3.1.2"
+	PromtoolVersion = "v0.316.0"
 )
 
 // ServerReadyTimeout bounds a test server's start; generous, a loaded
@@ -46,6 +47,14 @@ func serverBinary(t testing.TB, env, name, version string) string {
 	_, err := os.Stat(p)
 	Need(t, err == nil, "%s not at %s (run scripts/test-servers.sh %s, or set %s)", name, p, name, env)
 	return p
+}
+
+// Promtool is the path of Prometheus' promtool (AGENTFLOW_PROMTOOL or the
+// scripts/test-servers.sh cache; missing → skip, or fail under
+// AGENTFLOW_REQUIRE_DOCKER=1).
+func Promtool(t testing.TB) string {
+	t.Helper()
+	return serverBinary(t, "AGENTFLOW_PROMTOOL", "promtool", PromtoolVersion)
 }
 
 // process is one run of a test server binary, logging to a file.
