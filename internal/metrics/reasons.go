@@ -23,21 +23,22 @@ const (
 // success and "canceled". A dashboard can list them all and an alert can
 // name one without guessing; Reason never returns anything else.
 const (
-	ReasonNone             = "none"
-	ReasonExitCode         = "exit_code"   // ToolFailed: non-zero exit
-	ReasonOOM              = "oom"         // ToolFailed: the kernel killed the tool for memory
-	ReasonParseError       = "parse_error" // ToolFailed: stdout is not one JSON object
-	ReasonToolError        = "tool_error"  // ToolFailed: the tool's own error field
-	ReasonTimeout          = "timeout"
-	ReasonOutputLimit      = "output_limit"
-	ReasonPolicy           = "policy"
-	ReasonInvalidInput     = "invalid_input"
-	ReasonSandboxLost      = "sandbox_lost"
-	ReasonStoreUnavailable = "store_unavailable"
-	ReasonImageUnavailable = "image_unavailable"
-	ReasonImageNotFound    = "image_not_found"
-	ReasonWorkerLost       = "worker_lost"
-	ReasonCanceled         = "canceled"
+	ReasonNone              = "none"
+	ReasonExitCode          = "exit_code"   // ToolFailed: non-zero exit
+	ReasonOOM               = "oom"         // ToolFailed: the kernel killed the tool for memory
+	ReasonParseError        = "parse_error" // ToolFailed: stdout is not one JSON object
+	ReasonToolError         = "tool_error"  // ToolFailed: the tool's own error field
+	ReasonTimeout           = "timeout"
+	ReasonOutputLimit       = "output_limit"
+	ReasonPolicy            = "policy"
+	ReasonInvalidInput      = "invalid_input"
+	ReasonSandboxLost       = "sandbox_lost"
+	ReasonStoreUnavailable  = "store_unavailable"
+	ReasonSecretUnavailable = "secret_unavailable" // Vault unreachable or sealed
+	ReasonImageUnavailable  = "image_unavailable"
+	ReasonImageNotFound     = "image_not_found"
+	ReasonWorkerLost        = "worker_lost"
+	ReasonCanceled          = "canceled"
 	// ReasonOther is a class nobody mapped: a test keeps every class of
 	// internal/failure mapped, so seeing it is a bug.
 	ReasonOther = "other"
@@ -47,17 +48,18 @@ const (
 // its reason. ToolFailed's default is tool_error; the activity names the
 // finer cause (ToolReasons) when it knows it.
 var classReasons = map[string]string{
-	failure.ToolFailed:       ReasonToolError,
-	failure.Timeout:          ReasonTimeout,
-	failure.OutputLimit:      ReasonOutputLimit,
-	failure.PolicyViolation:  ReasonPolicy,
-	failure.InvalidInput:     ReasonInvalidInput,
-	failure.SandboxLost:      ReasonSandboxLost,
-	failure.StoreUnavailable: ReasonStoreUnavailable,
-	failure.ImageUnavailable: ReasonImageUnavailable,
-	failure.ImageNotFound:    ReasonImageNotFound,
-	failure.WorkerLost:       ReasonWorkerLost,
-	failure.Canceled:         ReasonCanceled,
+	failure.ToolFailed:        ReasonToolError,
+	failure.Timeout:           ReasonTimeout,
+	failure.OutputLimit:       ReasonOutputLimit,
+	failure.PolicyViolation:   ReasonPolicy,
+	failure.InvalidInput:      ReasonInvalidInput,
+	failure.SandboxLost:       ReasonSandboxLost,
+	failure.StoreUnavailable:  ReasonStoreUnavailable,
+	failure.SecretUnavailable: ReasonSecretUnavailable,
+	failure.ImageUnavailable:  ReasonImageUnavailable,
+	failure.ImageNotFound:     ReasonImageNotFound,
+	failure.WorkerLost:        ReasonWorkerLost,
+	failure.Canceled:          ReasonCanceled,
 }
 
 // toolReasons are the causes of a ToolFailed that the activity tells apart.

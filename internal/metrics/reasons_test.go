@@ -58,7 +58,7 @@ func TestReason(t *testing.T) {
 
 func TestReasonsIsTheClosedSet(t *testing.T) {
 	want := []string{"canceled", "exit_code", "image_not_found", "image_unavailable", "invalid_input", "none",
-		"oom", "other", "output_limit", "parse_error", "policy", "sandbox_lost", "store_unavailable",
+		"oom", "other", "output_limit", "parse_error", "policy", "sandbox_lost", "secret_unavailable", "store_unavailable",
 		"timeout", "tool_error", "worker_lost"}
 	require.Equal(t, want, Reasons())
 	require.True(t, slices.IsSorted(Reasons()))
