@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +66,7 @@ func TestGPUQueue(t *testing.T) {
 	a.Resources.GPUs, b.Resources.GPUs = 1, 1
 	code, out := e.dryRunGPU(t, queue)
 	require.Equal(t, 0, code, out)
-	require.Contains(t, out, "1 worker(s) serve GPU steps")
+	require.Regexp(t, `ok\s+gpu\s+step train\s+`+regexp.QuoteMeta(workflows.GPUTaskQueue(queue)), out)
 
 	id := "e2e-gpu-queue-" + strings.ToLower(time.Now().Format("150405.000"))
 	id = strings.ReplaceAll(id, ".", "")
