@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -147,7 +148,7 @@ func (a *Activities) Preflight(ctx context.Context, req PreflightRequest) (*Pref
 	secretsOnce := newSecretChecks(a.opts.Secrets)
 	for _, st := range req.Steps {
 		add(&PreflightCheck{Kind: CheckImage, Step: st.ID, Target: st.Image}, a.checkImage)
-		for _, name := range sortedKeys(st.SecretSources) {
+		for _, name := range slices.Sorted(maps.Keys(st.SecretSources)) {
 			src := st.SecretSources[name]
 			c := &PreflightCheck{Kind: CheckSecret, Step: st.ID, Target: fmt.Sprintf("%s (%s)", name, scheme(src))}
 			add(c, func(ctx context.Context, c *PreflightCheck) { secretsOnce.check(ctx, src, c) })
@@ -313,15 +314,6 @@ func scheme(source string) string {
 		return s
 	}
 	return "?"
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func joinAddrs(addrs []netip.Addr) string {
