@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/agentflow/agentflow/exechost"
 	"github.com/agentflow/agentflow/internal/attemptrec"
+	"github.com/agentflow/agentflow/internal/capacity"
 	"github.com/agentflow/agentflow/internal/logstore"
 	"github.com/agentflow/agentflow/internal/metrics"
 	"github.com/agentflow/agentflow/internal/secrets"
@@ -48,10 +50,21 @@ const (
 // ToolCommand is what every tool image runs (SPEC §8).
 var ToolCommand = []string{"/bin/tool"}
 
+// Capacity is the worker's budget as a step attempt sees it.
+type Capacity interface {
+	// Charge waits until size fits and returns what gives it back; a
+	// *capacity.TooLargeError when it never can.
+	Charge(ctx context.Context, size capacity.Size) (release func(), err error)
+}
+
 // Options configure Activities. Host is required; everything else has a
 // working default (no logs, no secrets, no metrics).
 type Options struct {
-	Host exechost.ExecutionHost
+	// Capacity, when set, is the worker's CPU and memory budget: a step
+	// charges its declared size before its sandbox starts and waits,
+	// heartbeating, until that fits (internal/capacity).
+	Capacity Capacity
+	Host     exechost.ExecutionHost
 	// Logs keeps every attempt's log (stderr streamed while the tool runs).
 	Logs    *logstore.Store
 	Secrets secrets.Resolver

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/agentflow/agentflow/exechost"
+	"github.com/agentflow/agentflow/internal/capacity"
 	"github.com/agentflow/agentflow/internal/expr"
 	"github.com/agentflow/agentflow/internal/failure"
 	"github.com/agentflow/agentflow/internal/logstore"
@@ -164,6 +165,24 @@ func (at *attempt) run(ctx context.Context) (*StepResult, error) {
 	hb.setPhase("adopt")
 	if res, err := at.adopt(ctx); res != nil || err != nil {
 		return res, err
+	}
+
+	// The worker's budget must hold the step's declared size before its
+	// sandbox starts; waiting heartbeats, so a cancel or a lost worker is
+	// still noticed. Given back after the sandbox is gone (defers run in
+	// reverse: this one after terminate's).
+	if a.opts.Capacity != nil {
+		hb.setPhase("capacity")
+		release, err := a.opts.Capacity.Charge(ctx, capacity.Size{NanoCPUs: req.Resources.NanoCPUs, MemoryBytes: req.Resources.MemoryBytes})
+		var tooLarge *capacity.TooLargeError
+		switch {
+		case errors.As(err, &tooLarge):
+			return nil, failf(ErrTypePolicy, "step %s cannot run on worker %s: %v (raise --cpu-budget/--memory-budget, or lower its resources)",
+				req.StepID, a.opts.Identity, err)
+		case err != nil:
+			return nil, err
+		}
+		defer release()
 	}
 
 	values, err := a.resolveSecrets(ctx, req.SecretSources)

@@ -123,6 +123,12 @@ type Config struct {
 	// queue (workflows.GPUTaskQueue): GPUsAuto (0, the default) decides
 	// from the host (gpuSlots), GPUsNone never polls that queue.
 	GPUs int
+	// CPUBudget (nano CPUs) and MemoryBudget (bytes) bound what the
+	// sandboxes of running steps may use together, by their declared
+	// resources (internal/capacity); BudgetAuto detects the host's; zero
+	// is no bound (both zero: only MaxConcurrentSteps bounds steps).
+	CPUBudget    int64
+	MemoryBudget int64
 	// GitRoots are the directories git workspaces may come from (--git-root);
 	// none refuses every git import.
 	GitRoots []string
@@ -350,8 +356,28 @@ func Run(ctx context.Context, cfg Config) error {
 	// Step logs go to stores.Logs (a prefix of the shared store, or the
 	// local log directory), streamed while tools run.
 	logs := logstore.New(stores.Logs, logstore.Options{Logger: log})
+	// GPU steps wait on their own queue for a worker with a free GPU: this
+	// one polls it with one activity slot per GPU, so a second GPU step
+	// waits in Temporal (pending) while the first holds the device.
+	gpus, err := gpuSlots(cfg.GPUs, backend.GPU, gpuPolicy, cfg.MaxConcurrentSteps, countNVIDIAGPUs)
+	switch {
+	case err != nil && gpus == 0:
+		return err
+	case err != nil:
+		log.Warn("GPU runtime present but the GPUs could not be counted: running one GPU step at a time", "error", err)
+	}
+	pool, err := capacityPool(cfg, cfg.MaxConcurrentSteps+gpus)
+	if err != nil {
+		return err
+	}
+	var budget activities.Capacity // nil: no budget (a nil *Pool is not)
+	if pool != nil {
+		budget = pool
+	}
+
 	handBack := make(chan struct{})
 	acts := activities.New(activities.Options{
+		Capacity:    budget,
 		Host:        backend.Host,
 		Identity:    cfg.Identity,
 		Results:     results,
@@ -377,7 +403,24 @@ func Run(ctx context.Context, cfg Config) error {
 		log.Info("sandbox host has no GPU runtime; steps that request GPUs follow the gpu policy", "gpu_policy", string(gpuPolicy))
 	}
 
-	w := sdkworker.New(c, cfg.TaskQueue, TemporalOptions(cfg.MaxConcurrentSteps, cfg.StopTimeout))
+	// With a CPU/memory budget, both queues' slots come from one pool, and
+	// each step charges its declared size before its sandbox starts.
+	if pool != nil {
+		log.Info("capacity budget", "budget", pool.Budget().String(), "free_to_poll", pool.Share().String())
+	}
+	sdkOptions := func(slots int) (sdkworker.Options, error) {
+		o := TemporalOptions(slots, cfg.StopTimeout)
+		if pool == nil {
+			return o, nil
+		}
+		return withSlotSupplier(o, pool.Supplier(slots))
+	}
+
+	wopts, err := sdkOptions(cfg.MaxConcurrentSteps)
+	if err != nil {
+		return err
+	}
+	w := sdkworker.New(c, cfg.TaskQueue, wopts)
 	w.RegisterWorkflowWithOptions(workflows.AgentWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowName})
 	// run --dry-run's check on a worker of this queue (one Preflight activity).
 	w.RegisterWorkflowWithOptions(workflows.PreflightWorkflow, workflow.RegisterOptions{Name: workflows.PreflightWorkflowName})
@@ -385,20 +428,13 @@ func Run(ctx context.Context, cfg Config) error {
 	// The tool registry's workflow and its probe activity (tool register).
 	registry.RegisterWithOptions(w, &registry.Prober{Host: backend.Host, Labels: cfg.SandboxLabels})
 	workers := []sdkworker.Worker{w}
-
-	// GPU steps wait on their own queue for a worker with a free GPU: this
-	// one polls it with one activity slot per GPU, so a second GPU step
-	// waits in Temporal (pending) while the first holds the device.
-	gpus, err := gpuSlots(cfg.GPUs, backend.GPU, gpuPolicy, cfg.MaxConcurrentSteps, countNVIDIAGPUs)
-	switch {
-	case err != nil && gpus == 0:
-		return err
-	case err != nil:
-		log.Warn("GPU runtime present but the GPUs could not be counted: running one GPU step at a time", "error", err)
-	}
 	if gpus > 0 {
 		gq := workflows.GPUTaskQueue(cfg.TaskQueue)
-		gw := sdkworker.New(c, gq, TemporalOptions(gpus, cfg.StopTimeout))
+		gopts, err := sdkOptions(gpus)
+		if err != nil {
+			return err
+		}
+		gw := sdkworker.New(c, gq, gopts)
 		gw.RegisterActivity(acts)
 		workers = append(workers, gw)
 		log.Info("serving GPU steps", "task_queue", gq, "gpu_steps_at_once", gpus, "gpu_runtime", backend.GPU)

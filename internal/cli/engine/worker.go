@@ -16,6 +16,7 @@ import (
 	"github.com/agentflow/agentflow/exechost/docker"
 	"github.com/agentflow/agentflow/exechost/gitsource"
 	"github.com/agentflow/agentflow/internal/secrets"
+	"github.com/agentflow/agentflow/internal/spec"
 	"github.com/agentflow/agentflow/internal/tracing"
 	"github.com/agentflow/agentflow/webhook"
 	"github.com/agentflow/agentflow/worker"
@@ -44,6 +45,8 @@ type workerFlags struct {
 	SandboxLabels               []string
 	GPUPolicy                   string
 	GPUs                        string
+	CPUBudget                   string
+	MemoryBudget                string
 	GitRoots                    []string
 	Preflight                   string
 	// Secret sources the operator allows (nothing by default).
@@ -96,6 +99,10 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.SandboxLabels, "sandbox-label", nil, "KEY=VALUE label added to every sandbox (repeatable)")
 	fl.StringVar(&f.GPUPolicy, "gpu-policy", string(activities.GPUPolicyRequire),
 		"steps that request a GPU on a host without a GPU runtime: require (fail them) | ignore (run them without a GPU, with "+activities.EnvGPUIgnored+"=1)")
+	fl.StringVar(&f.CPUBudget, "cpu-budget", "",
+		`CPUs the sandboxes of running steps may use together, counted by each step's resources.cpu: a number ("4", "1500m") or auto (the host's); a step waits, and the worker stops taking steps, while it does not fit ("": no budget)`)
+	fl.StringVar(&f.MemoryBudget, "memory-budget", "",
+		`memory the sandboxes of running steps may use together, by each step's resources.memory: a size ("16Gi") or auto (the host's MemTotal) ("": no budget)`)
 	fl.StringVar(&f.GPUs, "gpus", "auto",
 		"GPU steps this worker runs at once from the GPU task queue (<task-queue>-gpu): N, 0 (never poll it) or auto (the host's GPUs with an nvidia runtime; with --gpu-policy ignore and no runtime, like other steps; else 0)")
 	fl.StringArrayVar(&f.GitRoots, "git-root", nil,
@@ -157,6 +164,14 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		return worker.Config{}, usageErr("--gpu-policy: %v", err)
 	}
 	gpus, err := parseGPUs(f.GPUs)
+	if err != nil {
+		return worker.Config{}, err
+	}
+	cpuBudget, err := parseBudget("--cpu-budget", f.CPUBudget, spec.ParseCPU)
+	if err != nil {
+		return worker.Config{}, err
+	}
+	memBudget, err := parseBudget("--memory-budget", f.MemoryBudget, spec.ParseSize)
 	if err != nil {
 		return worker.Config{}, err
 	}
@@ -231,6 +246,8 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		SandboxLabels:               labels,
 		GPUPolicy:                   gpuPolicy,
 		GPUs:                        gpus,
+		CPUBudget:                   cpuBudget,
+		MemoryBudget:                memBudget,
 		GitRoots:                    f.GitRoots,
 		Preflight:                   preflight,
 		SecretPolicy:                policy,
@@ -255,6 +272,22 @@ func parseGPUs(s string) (int, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil || n < 0 || n > maxGPUs {
 		return 0, usageErr("--gpus %q: want auto, 0 or a count up to %d", s, maxGPUs)
+	}
+	return n, nil
+}
+
+// parseBudget maps --cpu-budget / --memory-budget: "" none, auto, or a
+// quantity in the spec's units.
+func parseBudget(flag, s string, parse func(string) (int64, error)) (int64, error) {
+	switch s = strings.TrimSpace(s); s {
+	case "":
+		return 0, nil
+	case "auto":
+		return worker.BudgetAuto, nil
+	}
+	n, err := parse(s)
+	if err != nil || n <= 0 {
+		return 0, usageErr("%s %q: want auto or a positive quantity", flag, s)
 	}
 	return n, nil
 }

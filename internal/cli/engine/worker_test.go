@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentflow/agentflow/worker"
 )
 
 func TestWorkerAndDevUsageErrors(t *testing.T) {
@@ -124,6 +126,46 @@ func TestWorkerFlagsWebhookAndGC(t *testing.T) {
 			if tc.wantSig != "" {
 				require.Equal(t, []string{"http://127.0.0.1:9/hook"}, cfg.WebhookURLs)
 			}
+		})
+	}
+}
+
+// --gpus, --cpu-budget and --memory-budget reach the worker's
+// configuration; bad values are usage errors (exit 2).
+func TestWorkerFlagsGPUsAndBudget(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		gpus     int
+		cpu, mem int64
+		err      string
+	}{
+		{name: "defaults", gpus: worker.GPUsAuto},
+		{name: "declared", args: []string{"--gpus", "2", "--cpu-budget", "1500m", "--memory-budget", "4Gi"}, gpus: 2, cpu: 1_500_000_000, mem: 4 << 30},
+		{name: "none and auto", args: []string{"--gpus", "0", "--cpu-budget", "auto", "--memory-budget", "auto"}, gpus: worker.GPUsNone, cpu: worker.BudgetAuto, mem: worker.BudgetAuto},
+		{name: "bad gpus", args: []string{"--gpus", "many"}, err: "--gpus"},
+		{name: "negative gpus", args: []string{"--gpus", "-1"}, err: "--gpus"},
+		{name: "bad cpu", args: []string{"--cpu-budget", "lots"}, err: "--cpu-budget"},
+		{name: "zero memory", args: []string{"--memory-budget", "0"}, err: "--memory-budget"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var f workerFlags
+			cmd := &cobra.Command{Use: "worker"}
+			f.register(cmd)
+			require.NoError(t, cmd.ParseFlags(tc.args))
+			cfg, err := f.config(&Options{}, io.Discard)
+			if tc.err != "" {
+				var ee *ExitError
+				require.ErrorAs(t, err, &ee)
+				require.Equal(t, ExitInvalid, ee.Code)
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.gpus, cfg.GPUs)
+			require.Equal(t, tc.cpu, cfg.CPUBudget)
+			require.Equal(t, tc.mem, cfg.MemoryBudget)
 		})
 	}
 }
