@@ -579,11 +579,11 @@ func dial(ctx context.Context, cfg Config, m *metrics.Metrics, tp *tracing.Provi
 		if err == nil {
 			return c, nil
 		}
-		// A TLS mismatch (wrong CA, no client certificate, plaintext
-		// against TLS) does not heal by waiting: fail at once, saying so.
-		explained := cfg.Security.Explain(err)
-		if ctx.Err() != nil || time.Now().After(deadline) || explained != err {
-			return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", cfg.Address, cfg.Namespace, explained)
+		// A certificate failure (wrong CA, refused client certificate)
+		// does not heal by waiting: fail at once, saying so. A hang-up
+		// may be a server still starting: retried like a refusal.
+		if ctx.Err() != nil || time.Now().After(deadline) || temporalconn.IsCertificateFailure(err) {
+			return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", cfg.Address, cfg.Namespace, cfg.Security.Explain(err))
 		}
 		cfg.Logger.Warn("Temporal not reachable yet, retrying", "address", cfg.Address, "error", err)
 		select {

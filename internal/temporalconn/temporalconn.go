@@ -138,6 +138,17 @@ func (s Security) tlsConfig() (*tls.Config, error) {
 	return cfg, nil
 }
 
+// IsCertificateFailure reports a dial error that is a certificate or TLS
+// alert failure for certain: waiting does not fix it. (A hang-up right
+// after the handshake may be one too, or a server still starting.)
+func IsCertificateFailure(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "x509:") || strings.Contains(msg, "tls:")
+}
+
 // Explain adds what to check to a dial error: a TLS handshake failure
 // names TLS and the setting that usually causes it, so a wrong CA or a
 // plaintext client against a TLS server is obvious from the message.
@@ -155,9 +166,23 @@ func (s Security) Explain(err error) error {
 		return fmt.Errorf("TLS: the server's certificate was not accepted (check --tls-ca and --tls-server-name): %w", err)
 	case strings.Contains(msg, "tls:") || strings.Contains(msg, "handshake"):
 		return fmt.Errorf("TLS handshake failed (mutual TLS needs --tls-cert and --tls-key; check --tls-ca): %w", err)
-	case !s.Enabled() && (strings.Contains(msg, "connection reset") || strings.Contains(msg, "EOF") ||
-		strings.Contains(msg, "frame") || strings.Contains(msg, "http2")):
+	case !s.Enabled() && closedEarly(msg):
 		return fmt.Errorf("the server closed a plaintext connection: if it serves TLS, connect with --tls: %w", err)
+	case s.Enabled() && closedEarly(msg):
+		// With TLS 1.3 the client's handshake is done before the server
+		// has checked the client's certificate, so a refusal may arrive
+		// as the server hanging up rather than as a TLS alert.
+		return fmt.Errorf("TLS: the server hung up right after the handshake (it may require a client certificate: --tls-cert and --tls-key from a CA it trusts; or it does not serve TLS): %w", err)
 	}
 	return err
+}
+
+// closedEarly: the connection ended under the client's feet.
+func closedEarly(msg string) bool {
+	for _, m := range []string{"connection reset", "broken pipe", "EOF", "frame", "http2"} {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
 }

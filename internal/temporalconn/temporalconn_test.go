@@ -89,6 +89,8 @@ func TestExplain(t *testing.T) {
 		{Security{CAFile: "x"}, "rpc error: tls: failed to verify certificate: x509: certificate signed by unknown authority", "--tls-ca"},
 		{Security{TLS: true}, "remote error: tls: certificate required", "--tls-cert"},
 		{Security{}, "connection closed before server preface received: EOF", "--tls"},
+		{Security{CAFile: "x"}, "failed reaching server: write tcp 127.0.0.1:1->127.0.0.1:2: write: broken pipe", "--tls-cert"},
+		{Security{CAFile: "x"}, "read tcp 127.0.0.1:1->127.0.0.1:2: read: connection reset by peer", "TLS"},
 		{Security{}, "connection refused", "connection refused"},
 	} {
 		got := tc.s.Explain(errors.New(tc.err)).Error()
