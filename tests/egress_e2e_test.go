@@ -68,7 +68,7 @@ func startEgressE2E(t *testing.T) *egressE2E {
 		require.NoError(t, os.WriteFile(p, []byte(v+"\n"), 0o600))
 	}
 	ee.flags = []string{"--egress-network", ee.net, "--egress-allow-cidr", ee.up.Subnet, "--egress-ca-file", caFile,
-		"--vault-dir", ee.vault, "--secret-vault-prefix", "prod"}
+		"--dev-vault-dir", ee.vault, "--secret-vault-prefix", "prod"}
 	for name, addr := range ee.up.Resolve() {
 		ee.flags = append(ee.flags, "--egress-resolve", name+"="+addr)
 	}
