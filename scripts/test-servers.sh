@@ -6,6 +6,10 @@
 #   scripts/test-servers.sh registry   the distribution (OCI) registry
 #   scripts/test-servers.sh promtool   Prometheus' promtool (checks and unit-tests
 #                                      deploy/prometheus/alerts.yml)
+#   scripts/test-servers.sh temporal-server
+#                                      the full Temporal server, its SQL schema
+#                                      tool and the release's schema, in one
+#                                      directory (printed; tests/cluster_e2e)
 #
 # Binaries go to ${AGENTFLOW_CACHE:-$HOME/.cache/agentflow}/<name>-<version>/,
 # keyed by the pinned version, so a version bump builds anew and a present
@@ -16,6 +20,7 @@ set -euo pipefail
 
 MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c    # what @latest resolved to on 2026-12-03
 REGISTRY_VERSION=v3.1.2
+TEMPORAL_SERVER_VERSION=v1.29.1
 PROMTOOL_VERSION=v0.316.0  # the module proxy's tag of Prometheus 3.x (v0.316.0 = 3.16)
 
 cache="${AGENTFLOW_CACHE:-$HOME/.cache/agentflow}"
@@ -48,9 +53,29 @@ build() { # name module version binary
   echo "$bin"
 }
 
+# temporal-server: the full server and its SQL schema tool, with the
+# release's schema files, assembled in one directory (printed).
+temporal_server() {
+  local dir="$cache/temporal-server-$TEMPORAL_SERVER_VERSION" srv sqltool
+  if [ ! -x "$dir/temporal-server" ] || [ ! -x "$dir/temporal-sql-tool" ] || [ ! -d "$dir/schema" ]; then
+    srv=$(build temporal-server-bin go.temporal.io/server/cmd/server "$TEMPORAL_SERVER_VERSION" server)
+    sqltool=$(build temporal-sql-tool go.temporal.io/server/cmd/tools/sql "$TEMPORAL_SERVER_VERSION" sql)
+    local schema
+    schema="$(go env GOMODCACHE)/go.temporal.io/server@$TEMPORAL_SERVER_VERSION/schema"
+    [ -d "$schema" ] || { echo "test-servers: $schema missing after the build" >&2; return 1; }
+    mkdir -p "$dir"
+    rm -rf "$dir/schema.tmp" && cp -r "$schema" "$dir/schema.tmp" && chmod -R u+w "$dir/schema.tmp"
+    rm -rf "$dir/schema" && mv "$dir/schema.tmp" "$dir/schema"
+    ln -sf "$srv" "$dir/temporal-server"
+    ln -sf "$sqltool" "$dir/temporal-sql-tool"
+  fi
+  echo "$dir"
+}
+
 case "${1:-}" in
   minio) build minio github.com/minio/minio "$MINIO_VERSION" minio ;;
   registry) build registry github.com/distribution/distribution/v3/cmd/registry "$REGISTRY_VERSION" registry ;;
   promtool) build promtool github.com/prometheus/prometheus/cmd/promtool "$PROMTOOL_VERSION" promtool ;;
-  *) echo "usage: $0 minio|registry|promtool" >&2; exit 2 ;;
+  temporal-server) temporal_server ;;
+  *) echo "usage: $0 minio|registry|promtool|temporal-server" >&2; exit 2 ;;
 esac

@@ -102,8 +102,13 @@ func TestGCKeepsWhatOpenAndResumedRunsNeed(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Eventually(t, func() bool { return status(failedID).Status == workflows.RunFailed }, 2*time.Minute, 200*time.Millisecond)
 	failed := status(failedID)
-	code, _, _ = e.agentctl(t, "resume", failedID)
-	require.Equal(t, 0, code)
+	// The status document says FAILED a moment before the execution has
+	// closed (its RunFinished activity still runs); resume refuses a run
+	// that is still open, so try until it has closed.
+	require.Eventually(t, func() bool {
+		code, _, _ := e.agentctl(t, "resume", failedID)
+		return code == 0
+	}, time.Minute, 500*time.Millisecond, "resume %s", failedID)
 	waitApproval(failedID)
 
 	// open: waits at review.

@@ -22,6 +22,9 @@ const (
 	MinIOVersion    = "v0.0.0-20260212201848-7aac2a2c5b7c"
 	RegistryVersion = "v3.1.2"
 	PromtoolVersion = "v0.316.0"
+	// TemporalServerVersion is the full Temporal server (and its SQL
+	// schema tool) the production-shaped tests run.
+	TemporalServerVersion = "v1.29.1"
 )
 
 // ServerReadyTimeout bounds a test server's start; generous, a loaded
@@ -68,6 +71,13 @@ type process struct {
 	// readyStatus is the status readyURL answers when the server is
 	// ready (0 = 200).
 	readyStatus int
+	// ready, when set, replaces readyURL: the server is ready when it
+	// returns true.
+	ready func() bool
+	// sysProcAttr replaces the default (own process group, killed with
+	// the test binary), e.g. to run as another user.
+	sysProcAttr *syscall.SysProcAttr
+	dir         string // working directory ("" = the test's)
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -94,6 +104,10 @@ func (p *process) start(t testing.TB) {
 	// Its own process group, and killed with the test binary, so a
 	// crashed test leaves no server behind.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if p.sysProcAttr != nil {
+		cmd.SysProcAttr = p.sysProcAttr
+	}
+	cmd.Dir = p.dir
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", p.name, err)
 	}
@@ -106,11 +120,17 @@ func (p *process) start(t testing.TB) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.readyURL, nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if want := cmp.Or(p.readyStatus, http.StatusOK); resp.StatusCode == want {
+		if p.ready != nil {
+			if p.ready() {
 				return
+			}
+		} else {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.readyURL, nil)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+				if want := cmp.Or(p.readyStatus, http.StatusOK); resp.StatusCode == want {
+					return
+				}
 			}
 		}
 		select {
