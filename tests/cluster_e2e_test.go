@@ -22,8 +22,9 @@ import (
 
 // TestProductionCluster: the full Temporal server (not the dev server) on
 // PostgreSQL, its frontend requiring mutual TLS. agentctl with a wrong CA
-// or in plaintext fails with exit 1 naming TLS; `agentctl setup` registers
-// what the cluster lacks, and again changes nothing; two workers sharing a
+// or in plaintext fails with exit 1 naming TLS; `agentctl setup
+// --create-namespace` creates the namespace and registers what the cluster
+// lacks, and again changes nothing; two workers sharing a
 // store run the `make run` demo (scripts/demo.sh: tool registration, then
 // specs/demo.yaml) to SUCCEEDED, every client and worker over mutual TLS.
 func TestProductionCluster(t *testing.T) {
@@ -66,8 +67,14 @@ func TestProductionCluster(t *testing.T) {
 		require.Contains(t, out, "--tls")
 	})
 
+	// A fresh cluster has no namespace at all (the dev server makes
+	// "default" itself): setup says how, then does it when asked.
 	code, out := agentctl(mtls, "setup")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "--create-namespace")
+	code, out = agentctl(mtls, "setup", "--create-namespace")
 	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "namespace default: created")
 	for _, sa := range workflows.SearchAttributes {
 		require.Contains(t, out, "search attribute "+sa+" (Keyword): added")
 	}

@@ -3,8 +3,10 @@
 package testenv_test
 
 import (
+	"net"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -57,4 +59,13 @@ func TestRegistryWithAuth(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, get("", ""))
 	require.Equal(t, http.StatusUnauthorized, get(testenv.RegistryUser, "wrong"))
 	require.Equal(t, http.StatusOK, get(testenv.RegistryUser, testenv.RegistryPassword))
+}
+
+// Postgres starts PostgreSQL from Debian's packages (as the postgres user
+// under root) and it accepts connections on its port until the test ends.
+func TestPostgres(t *testing.T) {
+	pg := testenv.Postgres(t)
+	c, err := net.DialTimeout("tcp", pg.Addr, 5*time.Second)
+	require.NoError(t, err)
+	c.Close()
 }
