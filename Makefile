@@ -73,10 +73,14 @@ fuzz: ## run the fuzz targets for FUZZTIME each (default 2m)
 
 # STORE=minio: make up also starts MinIO and the worker uses it (--store).
 STORE ?=
+# TEMPORAL=postgres: make up runs the full Temporal server on PostgreSQL
+# (scripts/test-servers.sh temporal-server; Debian's postgresql) instead of
+# the dev server.
+TEMPORAL ?=
 
 .PHONY: up
-up: build temporal images ## start the Temporal dev server + one worker in the background (STORE=minio: + MinIO as the store)
-	STORE=$(STORE) ./scripts/dev.sh up
+up: build temporal images ## start the Temporal dev server + one worker in the background (STORE=minio: + MinIO as the store; TEMPORAL=postgres: the full server on PostgreSQL)
+	STORE=$(STORE) TEMPORAL_DB=$(or $(TEMPORAL),dev) ./scripts/dev.sh up
 
 .PHONY: down
 down: ## stop what make up started

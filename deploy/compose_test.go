@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/agentflow/agentflow/internal/cli"
 	"github.com/agentflow/agentflow/internal/cli/engine"
+	"github.com/agentflow/agentflow/internal/devserver"
 )
 
 // composeFile is the shipped stack (make compose-up).
@@ -52,4 +54,21 @@ func TestComposeUsesCurrentAgentctlFlags(t *testing.T) {
 		}
 	}
 	require.Positive(t, checked, "no agentctl service found in %s", composeFile)
+}
+
+// deploy/temporal/dynamicconfig.yaml (the full server's, in the tests and
+// make up TEMPORAL=postgres) sets exactly what the dev server gets.
+func TestTemporalDynamicConfigMatchesTheDevServer(t *testing.T) {
+	b, err := os.ReadFile("temporal/dynamicconfig.yaml")
+	require.NoError(t, err)
+	var doc map[string][]struct {
+		Value any `yaml:"value"`
+	}
+	require.NoError(t, yaml.Unmarshal(b, &doc))
+	var got []string
+	for k, vs := range doc {
+		require.Len(t, vs, 1, k)
+		got = append(got, fmt.Sprintf("%s=%v", k, vs[0].Value))
+	}
+	require.ElementsMatch(t, devserver.DynamicConfig, got)
 }

@@ -5,6 +5,11 @@
 # STORE=minio also starts MinIO (S3) on 127.0.0.1:9000 with its data under
 # .data/minio, and the worker keeps checkpoints, logs and results there
 # (--store s3://agentflow) instead of in local directories.
+# TEMPORAL_DB=postgres runs the full Temporal server (scripts/test-servers.sh
+# temporal-server) on PostgreSQL (Debian's package; data under
+# .data/postgres) instead of the SQLite dev server, with the configuration
+# the tests use (deploy/temporal/), and runs `agentctl setup
+# --create-namespace` on it. It has no Web UI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +20,8 @@ UI_PORT=${TEMPORAL_UI_PORT:-8233}
 TEMPORAL=${TEMPORAL_BIN:-./bin/temporal}
 AGENTCTL=${AGENTCTL_BIN:-./bin/agentctl}
 STORE=${STORE:-}
+TEMPORAL_DB=${TEMPORAL_DB:-dev}
+PG_PORT=${PG_PORT:-5433}
 HEALTH_ADDR=${AGENTFLOW_HEALTH_ADDR:-127.0.0.1:8080}
 METRICS_ADDR=${AGENTFLOW_METRICS_ADDR:-127.0.0.1:9090}
 MINIO_ADDR=${MINIO_ADDR:-127.0.0.1:9000}
@@ -25,6 +32,10 @@ export TEMPORAL_ADDRESS="$ADDR_IP:$PORT"
 case "$STORE" in
   "" | local | minio) ;;
   *) echo "STORE=$STORE: want minio (or unset for local directories)" >&2; exit 2 ;;
+esac
+case "$TEMPORAL_DB" in
+  dev | postgres) ;;
+  *) echo "TEMPORAL=$TEMPORAL_DB: want postgres (or unset for the dev server)" >&2; exit 2 ;;
 esac
 
 mkdir -p "$DATA"
@@ -116,6 +127,88 @@ EOF_ENV
   echo "minio: bucket $BUCKET ready; for agentctl logs: . $DATA/store.env"
 }
 
+# pg_as runs a binary of Debian's PostgreSQL (initdb, pg_ctl); under root as
+# the postgres user, which must be able to reach $DATA.
+pg_as() { # binary args...
+  local bins
+  bins=(/usr/lib/postgresql/*/bin/postgres)
+  [ -x "${bins[-1]}" ] || { echo "postgres: not installed (apt-get install postgresql)" >&2; exit 1; }
+  local bin
+  bin="$(dirname "${bins[-1]}")/$1"
+  shift
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$bin" "$@"; else "$bin" "$@"; fi
+}
+
+# temporal_server_up starts PostgreSQL and the full Temporal server on it
+# (schema applied once), then registers the namespace and agentflow's
+# search attributes.
+temporal_server_up() {
+  local dir pg srvdir
+  dir=$(cd "$DATA" && pwd)
+  pg="$dir/postgres"
+  mkdir -p "$pg"
+  [ "$(id -u)" = 0 ] && chown postgres: "$pg"
+  if [ ! -f "$pg/data/PG_VERSION" ]; then
+    pg_as initdb -D "$pg/data" --auth=trust --username=postgres -E UTF8 >/dev/null
+  fi
+  if pg_as pg_ctl -D "$pg/data" status >/dev/null 2>&1; then
+    echo "postgres: already running"
+  else
+    echo "postgres: starting on 127.0.0.1:$PG_PORT, data $pg/data, log $pg/postgres.log"
+    pg_as pg_ctl -D "$pg/data" -l "$pg/postgres.log" -w \
+      -o "-p $PG_PORT -k $pg -c listen_addresses=127.0.0.1" start >/dev/null
+  fi
+  srvdir=${AGENTFLOW_TEMPORAL_SERVER:-$(scripts/test-servers.sh temporal-server | tail -1)}
+  local marker="$pg/.schema-$(basename "$srvdir")"
+  if [ ! -f "$marker" ]; then
+    local db versioned
+    for db in temporal:temporal temporal_visibility:visibility; do
+      versioned="$srvdir/schema/postgresql/v12/${db#*:}/versioned"
+      local base=(--plugin postgres12 --ep 127.0.0.1 -p "$PG_PORT" -u postgres --db "${db%%:*}")
+      "$srvdir/temporal-sql-tool" "${base[@]}" create-database >>"$pg/schema.log" 2>&1 || true
+      if ! { "$srvdir/temporal-sql-tool" "${base[@]}" setup-schema -v 0.0 &&
+        "$srvdir/temporal-sql-tool" "${base[@]}" update-schema -d "$versioned"; } >>"$pg/schema.log" 2>&1; then
+        echo "temporal: schema of ${db%%:*} failed; see $pg/schema.log" >&2
+        exit 1
+      fi
+    done
+    touch "$marker"
+  fi
+  if alive "$DATA/temporal.pid"; then
+    echo "temporal: already running (pid $(cat "$DATA/temporal.pid"))"
+  else
+    local root="$dir/temporal-server"
+    mkdir -p "$root/config"
+    cp deploy/temporal/dynamicconfig.yaml "$root/config/dynamicconfig.yaml"
+    sed -e "s|\${PG_ADDR}|127.0.0.1:$PG_PORT|g" -e "s|\${TLS}||g" \
+      -e "s|\${FRONTEND_PORT}|$PORT|g" -e "s|\${FRONTEND_MEMBERSHIP_PORT}|6933|g" -e "s|\${FRONTEND_HTTP_PORT}|7243|g" \
+      -e "s|\${HISTORY_PORT}|7234|g" -e "s|\${HISTORY_MEMBERSHIP_PORT}|6934|g" \
+      -e "s|\${MATCHING_PORT}|7235|g" -e "s|\${MATCHING_MEMBERSHIP_PORT}|6935|g" \
+      -e "s|\${WORKER_PORT}|7239|g" -e "s|\${WORKER_MEMBERSHIP_PORT}|6939|g" \
+      -e "s|\${DYNAMIC_CONFIG_FILE}|$root/config/dynamicconfig.yaml|g" \
+      deploy/temporal/config.yaml >"$root/config/development.yaml"
+    if grep -q '\${' "$root/config/development.yaml"; then
+      echo "temporal: a placeholder of deploy/temporal/config.yaml is not filled in" >&2; exit 1
+    fi
+    echo "temporal: starting the full server on 127.0.0.1:$PORT (PostgreSQL), log $DATA/temporal.log"
+    setsid "$srvdir/temporal-server" --root "$root" --config config --env development --allow-no-auth start \
+      >"$DATA/temporal.log" 2>&1 </dev/null &
+    echo $! >"$DATA/temporal.pid"
+  fi
+  if ! wait_port 127.0.0.1 "$PORT" 120; then
+    echo "temporal: did not come up; see $DATA/temporal.log" >&2
+    tail -20 "$DATA/temporal.log" >&2 || true
+    exit 1
+  fi
+  local i
+  for ((i = 0; i < 30; i++)); do
+    "$AGENTCTL" --address "$TEMPORAL_ADDRESS" setup --create-namespace && return 0
+    sleep 2
+  done
+  echo "temporal: agentctl setup failed; see $DATA/temporal.log" >&2
+  exit 1
+}
+
 up() {
   local store_args=()
   if [ "$STORE" = minio ]; then
@@ -124,7 +217,9 @@ up() {
     . "$DATA/store.env"
     store_args=(--store "s3://$BUCKET" --checkpoint-key-file "$DATA/checkpoint.keys")
   fi
-  if alive "$DATA/temporal.pid"; then
+  if [ "$TEMPORAL_DB" = postgres ]; then
+    temporal_server_up
+  elif alive "$DATA/temporal.pid"; then
     echo "temporal: already running (pid $(cat "$DATA/temporal.pid"))"
   else
     echo "temporal: starting dev server on $ADDR_IP:$PORT (Web UI :$UI_PORT), log $DATA/temporal.log"
@@ -180,7 +275,11 @@ up() {
     tail -20 "$DATA/worker.log" >&2 || true
     exit 1
   fi
-  echo "up: Temporal $TEMPORAL_ADDRESS, Web UI http://localhost:$UI_PORT, worker healthy (metrics http://$METRICS_ADDR/metrics)"
+  if [ "$TEMPORAL_DB" = postgres ]; then
+    echo "up: Temporal $TEMPORAL_ADDRESS (full server on PostgreSQL 127.0.0.1:$PG_PORT, no Web UI), worker healthy (metrics http://$METRICS_ADDR/metrics)"
+  else
+    echo "up: Temporal $TEMPORAL_ADDRESS, Web UI http://localhost:$UI_PORT, worker healthy (metrics http://$METRICS_ADDR/metrics)"
+  fi
   if [ "$STORE" = minio ]; then
     echo "up: checkpoints, logs and results in s3://$BUCKET on MinIO http://$MINIO_ADDR (agentctl logs: . $DATA/store.env first)"
   fi
@@ -205,6 +304,9 @@ down() {
   stop worker
   stop temporal
   if [ -f "$DATA/minio.pid" ]; then stop minio; fi
+  if [ -f "$DATA/postgres/data/PG_VERSION" ] && pg_as pg_ctl -D "$(cd "$DATA" && pwd)/postgres/data" status >/dev/null 2>&1; then
+    pg_as pg_ctl -D "$(cd "$DATA" && pwd)/postgres/data" -m fast stop >/dev/null && echo "postgres: stopped"
+  fi
   rm -f "$DATA/worker.store"
 }
 

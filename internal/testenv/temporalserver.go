@@ -171,68 +171,34 @@ func StartTemporalServer(t testing.TB, pg *PostgresServer, opts TemporalServerOp
         serverName: %[4]s
         rootCaFiles: [%[3]s]`, p.ServerCert, p.ServerKey, p.CAFile, p.ServerName, p.ClientCert, p.ClientKey)
 	}
-	sqlStore := func(db string, conns int) string {
-		return fmt.Sprintf(`
-      sql:
-        pluginName: postgres12
-        databaseName: %s
-        connectAddr: "%s"
-        connectProtocol: tcp
-        user: postgres
-        password: ""
-        maxConns: %d
-        maxIdleConns: %d
-        maxConnLifetime: 1h`, db, pg.Addr, conns, conns)
+	// The configuration make up TEMPORAL=postgres runs too: one template.
+	tmpl, err := os.ReadFile(filepath.Join(RepoRoot(t), "deploy", "temporal", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf(`log:
-  stdout: true
-  level: warn
-persistence:
-  defaultStore: default
-  visibilityStore: visibility
-  numHistoryShards: 4
-  datastores:
-    default:%s
-    visibility:%s
-global:
-  membership:
-    maxJoinDuration: 30s
-    broadcastAddress: 127.0.0.1%s
-services:
-  frontend:
-    rpc: {grpcPort: %d, membershipPort: %d, httpPort: %d, bindOnLocalHost: true}
-  history:
-    rpc: {grpcPort: %d, membershipPort: %d, bindOnLocalHost: true}
-  matching:
-    rpc: {grpcPort: %d, membershipPort: %d, bindOnLocalHost: true}
-  worker:
-    rpc: {grpcPort: %d, membershipPort: %d, bindOnLocalHost: true}
-clusterMetadata:
-  enableGlobalNamespace: false
-  failoverVersionIncrement: 10
-  masterClusterName: active
-  currentClusterName: active
-  clusterInformation:
-    active:
-      enabled: true
-      initialFailoverVersion: 1
-      rpcName: frontend
-      rpcAddress: "%s"
-dcRedirectionPolicy:
-  policy: noop
-dynamicConfigClient:
-  filepath: %s
-  pollInterval: 10s
-`, sqlStore("temporal", 20), sqlStore("temporal_visibility", 4), tlsCfg,
-		ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], ports[6], ports[7], ports[8],
-		frontend, filepath.Join(cfgDir, "dynamicconfig.yaml"))
+	vars := map[string]string{
+		"PG_ADDR": pg.Addr, "TLS": tlsCfg, "DYNAMIC_CONFIG_FILE": filepath.Join(cfgDir, "dynamicconfig.yaml"),
+		"FRONTEND_PORT": strconv.Itoa(ports[0]), "FRONTEND_MEMBERSHIP_PORT": strconv.Itoa(ports[1]),
+		"FRONTEND_HTTP_PORT": strconv.Itoa(ports[2]), "HISTORY_PORT": strconv.Itoa(ports[3]),
+		"HISTORY_MEMBERSHIP_PORT": strconv.Itoa(ports[4]), "MATCHING_PORT": strconv.Itoa(ports[5]),
+		"MATCHING_MEMBERSHIP_PORT": strconv.Itoa(ports[6]), "WORKER_PORT": strconv.Itoa(ports[7]),
+		"WORKER_MEMBERSHIP_PORT": strconv.Itoa(ports[8]),
+	}
+	cfg := os.Expand(string(tmpl), func(k string) string {
+		v, ok := vars[k]
+		if !ok {
+			t.Fatalf("deploy/temporal/config.yaml: unknown placeholder ${%s}", k)
+		}
+		return v
+	})
 	if err := os.WriteFile(filepath.Join(cfgDir, "development.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// What the dev server gets too (internal/devserver): eager activities
-	// and the matcher that honours task priorities.
-	dyn := "system.enableActivityEagerExecution:\n  - value: true\nmatching.useNewMatcher:\n  - value: true\n"
-	if err := os.WriteFile(filepath.Join(cfgDir, "dynamicconfig.yaml"), []byte(dyn), 0o600); err != nil {
+	dyn, err := os.ReadFile(filepath.Join(RepoRoot(t), "deploy", "temporal", "dynamicconfig.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfgDir, "dynamicconfig.yaml"), dyn, 0o600); err != nil {
 		t.Fatal(err)
 	}
 
