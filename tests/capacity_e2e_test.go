@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/agentflow/agentflow/internal/spec"
 	"github.com/agentflow/agentflow/worker"
@@ -40,33 +40,10 @@ func TestCapacityBudget(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, workflows.RunSucceeded, res.Status)
 
-	type span struct{ started, closed time.Time }
-	byEvent := map[int64]*span{}
-	it := e.client.GetWorkflowHistory(t.Context(), id, run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		require.NoError(t, err)
-		switch {
-		case ev.GetActivityTaskScheduledEventAttributes() != nil:
-			if ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == "RunStep" {
-				byEvent[ev.GetEventId()] = &span{}
-			}
-		case ev.GetActivityTaskStartedEventAttributes() != nil:
-			if s := byEvent[ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()]; s != nil {
-				s.started = ev.GetEventTime().AsTime()
-			}
-		case ev.GetActivityTaskCompletedEventAttributes() != nil:
-			if s := byEvent[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()]; s != nil {
-				s.closed = ev.GetEventTime().AsTime()
-			}
-		}
-	}
-	require.Len(t, byEvent, len(steps))
-	var spans []*span
-	for _, s := range byEvent {
-		require.False(t, s.started.IsZero() || s.closed.IsZero())
-		spans = append(spans, s)
-	}
+	spans := e.activitySpans(t, id, run.GetRunID(), func(a *historypb.ActivityTaskScheduledEventAttributes) bool {
+		return a.GetActivityType().GetName() == "RunStep"
+	})
+	require.Len(t, spans, len(steps))
 	sort.Slice(spans, func(i, j int) bool { return spans[i].closed.Before(spans[j].closed) })
 	// The sandbox of a step exists only inside its activity, between the
 	// activity's start and completion; a step that waits for the budget

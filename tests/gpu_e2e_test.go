@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/agentflow/agentflow/workflows"
 )
@@ -95,34 +96,10 @@ func TestGPUQueue(t *testing.T) {
 
 	// Taken (started) and completed times of the two attempts, as the
 	// server recorded them.
-	type span struct{ started, closed time.Time }
-	spans := map[int64]*span{}
-	it := e.client.GetWorkflowHistory(t.Context(), id, run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		require.NoError(t, err)
-		switch {
-		case ev.GetActivityTaskScheduledEventAttributes() != nil:
-			a := ev.GetActivityTaskScheduledEventAttributes()
-			if a.GetTaskQueue().GetName() == workflows.GPUTaskQueue(queue) {
-				spans[ev.GetEventId()] = &span{}
-			}
-		case ev.GetActivityTaskStartedEventAttributes() != nil:
-			if s := spans[ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()]; s != nil {
-				s.started = ev.GetEventTime().AsTime()
-			}
-		case ev.GetActivityTaskCompletedEventAttributes() != nil:
-			if s := spans[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()]; s != nil {
-				s.closed = ev.GetEventTime().AsTime()
-			}
-		}
-	}
-	require.Len(t, spans, 2, "both GPU steps were scheduled on %s", workflows.GPUTaskQueue(queue))
-	var list []*span
-	for _, s := range spans {
-		require.False(t, s.started.IsZero() || s.closed.IsZero())
-		list = append(list, s)
-	}
+	list := e.activitySpans(t, id, run.GetRunID(), func(a *historypb.ActivityTaskScheduledEventAttributes) bool {
+		return a.GetTaskQueue().GetName() == workflows.GPUTaskQueue(queue)
+	})
+	require.Len(t, list, 2, "both GPU steps were scheduled on %s", workflows.GPUTaskQueue(queue))
 	first, second := list[0], list[1]
 	if second.started.Before(first.started) {
 		first, second = second, first
@@ -164,4 +141,40 @@ func TestGPUStepWaitsWithoutGPUWorkers(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, workflows.RunCanceled, e.status(t, id).Status)
 	require.Empty(t, e.containers(t, id))
+}
+
+// activitySpan is when the server recorded an activity task as taken by a
+// worker (started) and as completed.
+type activitySpan struct{ started, closed time.Time }
+
+// activitySpans reads the spans of the run's activities that keep selects
+// from its history; each must have started and completed.
+func (e *engineEnv) activitySpans(t *testing.T, id, runID string, keep func(*historypb.ActivityTaskScheduledEventAttributes) bool) []*activitySpan {
+	t.Helper()
+	byEvent := map[int64]*activitySpan{}
+	it := e.client.GetWorkflowHistory(t.Context(), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		switch {
+		case ev.GetActivityTaskScheduledEventAttributes() != nil:
+			if keep(ev.GetActivityTaskScheduledEventAttributes()) {
+				byEvent[ev.GetEventId()] = &activitySpan{}
+			}
+		case ev.GetActivityTaskStartedEventAttributes() != nil:
+			if s := byEvent[ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()]; s != nil {
+				s.started = ev.GetEventTime().AsTime()
+			}
+		case ev.GetActivityTaskCompletedEventAttributes() != nil:
+			if s := byEvent[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()]; s != nil {
+				s.closed = ev.GetEventTime().AsTime()
+			}
+		}
+	}
+	var spans []*activitySpan
+	for _, s := range byEvent {
+		require.False(t, s.started.IsZero() || s.closed.IsZero(), "an activity that did not start and complete")
+		spans = append(spans, s)
+	}
+	return spans
 }

@@ -32,23 +32,12 @@ func startGC(ctx context.Context, wg *sync.WaitGroup, cfg Config, c client.Clien
 	}
 	runs := &gc.Temporal{Client: c, Namespace: cfg.Namespace, Converter: dc}
 	warnRetention(ctx, runs, cfg.GCOlderThan, log)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(cfg.GCEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			_, err := gc.Collect(ctx, runs, stores.gcStores(), gc.Options{OlderThan: cfg.GCOlderThan, Logger: log})
-			if err != nil && ctx.Err() == nil {
-				log.Warn("gc", "error", err)
-			}
+	every(ctx, wg, cfg.GCEvery, func() {
+		_, err := gc.Collect(ctx, runs, stores.gcStores(), gc.Options{OlderThan: cfg.GCOlderThan, Logger: log})
+		if err != nil && ctx.Err() == nil {
+			log.Warn("gc", "error", err)
 		}
-	}()
+	})
 }
 
 // warnRetention says when runs leave Temporal before gc may collect them:

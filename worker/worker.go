@@ -449,20 +449,7 @@ func Run(ctx context.Context, cfg Config) error {
 		wg.Wait()
 	}()
 	reap(ctx, log, backend, m)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(cfg.ReapInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-reapCtx.Done():
-				return
-			case <-t.C:
-				reap(reapCtx, log, backend, m)
-			}
-		}
-	}()
+	every(reapCtx, &wg, cfg.ReapInterval, func() { reap(reapCtx, log, backend, m) })
 
 	var dc converter.DataConverter // nil: the SDK's default
 	if codec != nil {
@@ -593,6 +580,25 @@ func dial(ctx context.Context, cfg Config, m *metrics.Metrics, tp *tracing.Provi
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
+}
+
+// every runs fn each interval, the first time one interval from now,
+// until ctx ends; wg tracks the loop (the reaper, periodic gc).
+func every(ctx context.Context, wg *sync.WaitGroup, interval time.Duration, fn func()) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				fn()
+			}
+		}
+	}()
 }
 
 func reap(ctx context.Context, log *slog.Logger, b *Backend, m *metrics.Metrics) {
