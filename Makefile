@@ -90,14 +90,22 @@ down: ## stop what make up started
 run: up ## bring everything up and run the demo spec end to end
 	./scripts/demo.sh
 
+COMPOSE_DIR ?= .data/compose
+COMPOSE = docker-compose --env-file $(COMPOSE_DIR)/env
+
 .PHONY: compose-up
-compose-up: build temporal images ## the same stack as containers (docker-compose.yml)
-	./deploy/build-image.sh
-	docker-compose up -d
+compose-up: build temporal images ## the production-shaped stack as containers (docker-compose.yml: PostgreSQL, Temporal server + Web UI, MinIO, two workers, Prometheus); every image built locally
+	./deploy/build-images.sh all
+	./deploy/compose-env.sh $(COMPOSE_DIR)
+	$(COMPOSE) up -d
+
+.PHONY: compose-demo
+compose-demo: ## run the demo spec through the compose stack (after make compose-up)
+	TEMPORAL_ADDRESS=127.0.0.1:$${TEMPORAL_PORT:-7233} ./scripts/demo.sh
 
 .PHONY: compose-down
-compose-down: ## stop the docker-compose stack
-	docker-compose down
+compose-down: ## stop the docker-compose stack (its volumes stay; docker-compose down -v removes them)
+	$(COMPOSE) down
 
 .PHONY: schema
 schema: ## regenerate schema/agentflow.schema.json from the Go types

@@ -180,7 +180,7 @@ temporal_server_up() {
     local root="$dir/temporal-server"
     mkdir -p "$root/config"
     cp deploy/temporal/dynamicconfig.yaml "$root/config/dynamicconfig.yaml"
-    sed -e "s|\${PG_ADDR}|127.0.0.1:$PG_PORT|g" -e "s|\${TLS}||g" \
+    sed -e "s|\${PG_ADDR}|127.0.0.1:$PG_PORT|g" -e "s|\${TLS}||g" -e "s|\${PG_PASSWORD}||g" -e "s|\${FRONTEND_BIND_IP}|127.0.0.1|g" \
       -e "s|\${FRONTEND_PORT}|$PORT|g" -e "s|\${FRONTEND_MEMBERSHIP_PORT}|6933|g" -e "s|\${FRONTEND_HTTP_PORT}|7243|g" \
       -e "s|\${HISTORY_PORT}|7234|g" -e "s|\${HISTORY_MEMBERSHIP_PORT}|6934|g" \
       -e "s|\${MATCHING_PORT}|7235|g" -e "s|\${MATCHING_MEMBERSHIP_PORT}|6935|g" \

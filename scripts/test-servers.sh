@@ -10,6 +10,12 @@
 #                                      the full Temporal server, its SQL schema
 #                                      tool and the release's schema, in one
 #                                      directory (printed; tests/cluster_e2e)
+#   scripts/test-servers.sh prometheus the Prometheus server (the compose stack's
+#                                      image, deploy/images)
+#   scripts/test-servers.sh temporal-ui
+#                                      the Temporal Web UI server (the compose
+#                                      stack's image); its front end is in the
+#                                      module, built by Temporal
 #
 # Binaries go to ${AGENTFLOW_CACHE:-$HOME/.cache/agentflow}/<name>-<version>/,
 # keyed by the pinned version, so a version bump builds anew and a present
@@ -22,6 +28,8 @@ MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c    # what @latest resolved to o
 REGISTRY_VERSION=v3.1.2
 TEMPORAL_SERVER_VERSION=v1.29.1
 PROMTOOL_VERSION=v0.316.0  # the module proxy's tag of Prometheus 3.x (v0.316.0 = 3.16)
+PROMETHEUS_VERSION=$PROMTOOL_VERSION # one Prometheus release for the rules' tests and the stack
+TEMPORAL_UI_VERSION=v2.42.1  # what the pinned Temporal CLI (v1.5.1) embeds
 
 cache="${AGENTFLOW_CACHE:-$HOME/.cache/agentflow}"
 
@@ -76,6 +84,8 @@ case "${1:-}" in
   minio) build minio github.com/minio/minio "$MINIO_VERSION" minio ;;
   registry) build registry github.com/distribution/distribution/v3/cmd/registry "$REGISTRY_VERSION" registry ;;
   promtool) build promtool github.com/prometheus/prometheus/cmd/promtool "$PROMTOOL_VERSION" promtool ;;
+  prometheus) build prometheus github.com/prometheus/prometheus/cmd/prometheus "$PROMETHEUS_VERSION" prometheus ;;
+  temporal-ui) build temporal-ui github.com/temporalio/ui-server/v2/cmd/server "$TEMPORAL_UI_VERSION" server ;;
   temporal-server) temporal_server ;;
-  *) echo "usage: $0 minio|registry|promtool|temporal-server" >&2; exit 2 ;;
+  *) echo "usage: $0 minio|registry|promtool|prometheus|temporal-ui|temporal-server" >&2; exit 2 ;;
 esac

@@ -177,7 +177,7 @@ func StartTemporalServer(t testing.TB, pg *PostgresServer, opts TemporalServerOp
 		t.Fatal(err)
 	}
 	vars := map[string]string{
-		"PG_ADDR": pg.Addr, "TLS": tlsCfg, "DYNAMIC_CONFIG_FILE": filepath.Join(cfgDir, "dynamicconfig.yaml"),
+		"PG_ADDR": pg.Addr, "PG_PASSWORD": "", "FRONTEND_BIND_IP": "127.0.0.1", "TLS": tlsCfg, "DYNAMIC_CONFIG_FILE": filepath.Join(cfgDir, "dynamicconfig.yaml"),
 		"FRONTEND_PORT": strconv.Itoa(ports[0]), "FRONTEND_MEMBERSHIP_PORT": strconv.Itoa(ports[1]),
 		"FRONTEND_HTTP_PORT": strconv.Itoa(ports[2]), "HISTORY_PORT": strconv.Itoa(ports[3]),
 		"HISTORY_MEMBERSHIP_PORT": strconv.Itoa(ports[4]), "MATCHING_PORT": strconv.Itoa(ports[5]),

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/agentflow/agentflow/internal/temporalconn"
 	"github.com/agentflow/agentflow/workflows"
 )
 
@@ -24,6 +25,10 @@ type setupOptions struct {
 	CreateNamespace bool
 	Retention       time.Duration
 	Wait            time.Duration
+	// WaitForServer keeps dialing an unreachable server this long: a
+	// setup job started together with its cluster (compose, a Kubernetes
+	// Job) must not race the server's start.
+	WaitForServer time.Duration
 
 	dial dialer
 	// poll is how often --wait asks again (tests shorten it).
@@ -52,14 +57,15 @@ A new namespace or attribute takes a few seconds to reach every frontend of a
 cluster; --wait (default 30s, 0 = do not wait) waits until both are visible.`,
 		Example: `  agentctl setup
   agentctl setup --namespace agents --create-namespace --retention 720h
-  agentctl --address temporal.internal:7233 --namespace prod setup -o json`,
+  agentctl --address temporal.internal:7233 --namespace prod setup -o json
+  agentctl --address temporal:7233 setup --create-namespace --wait-for-server 3m   # a job started with its cluster`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Retention < 24*time.Hour {
 				return usageErr("--retention must be at least 24h (Temporal's minimum)")
 			}
-			if o.Wait < 0 {
-				return usageErr("--wait must not be negative")
+			if o.Wait < 0 || o.WaitForServer < 0 {
+				return usageErr("--wait and --wait-for-server must not be negative")
 			}
 			return runSetup(cmd.Context(), o)
 		},
@@ -67,6 +73,8 @@ cluster; --wait (default 30s, 0 = do not wait) waits until both are visible.`,
 	cmd.Flags().BoolVar(&o.CreateNamespace, "create-namespace", false, "create the namespace when it does not exist")
 	cmd.Flags().DurationVar(&o.Retention, "retention", defaultSetupRetention, "retention of closed runs in a namespace created by --create-namespace")
 	cmd.Flags().DurationVar(&o.Wait, "wait", 30*time.Second, "wait until the namespace and attributes are visible (0: do not wait)")
+	cmd.Flags().DurationVar(&o.WaitForServer, "wait-for-server", 0,
+		"keep trying to reach a server that does not answer yet, up to this long (a setup job started with its cluster); a certificate failure is not waited out")
 	return cmd
 }
 
@@ -91,7 +99,7 @@ func (a setupAction) line() string {
 }
 
 func runSetup(ctx context.Context, o *setupOptions) error {
-	c, err := o.dial(ctx)
+	c, err := dialUntil(ctx, o.dial, o.WaitForServer, o.poll)
 	if err != nil {
 		return err
 	}
@@ -278,4 +286,24 @@ func missingSearchAttributes(err error) error {
 	}
 	return serverErr("this namespace lacks agentflow's search attributes (%s): run `agentctl setup` once against this cluster and namespace (Temporal said: %s)",
 		strings.Join(workflows.SearchAttributes, ", "), inv.Message)
+}
+
+// dialUntil dials, and while the server does not answer, again every poll
+// until wait has passed. A certificate failure ends the wait at once:
+// time does not fix a wrong CA.
+func dialUntil(ctx context.Context, dial dialer, wait, poll time.Duration) (client.Client, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		c, err := dial(ctx)
+		var exit *ExitError
+		if err == nil || time.Now().After(deadline) || temporalconn.IsCertificateFailure(err) ||
+			(errors.As(err, &exit) && exit.Code != ExitFailure) {
+			return c, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(poll):
+		}
+	}
 }
