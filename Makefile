@@ -101,7 +101,7 @@ compose-up: build temporal images ## the production-shaped stack as containers (
 
 .PHONY: compose-demo
 compose-demo: ## run the demo spec through the compose stack (after make compose-up)
-	TEMPORAL_ADDRESS=127.0.0.1:$${TEMPORAL_PORT:-7233} ./scripts/demo.sh
+	TEMPORAL_ADDRESS=127.0.0.1:$${TEMPORAL_PORT:-7233} DEMO_STOP="make compose-down" ./scripts/demo.sh
 
 .PHONY: compose-down
 compose-down: ## stop the docker-compose stack (its volumes stay; docker-compose down -v removes them)

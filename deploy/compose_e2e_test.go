@@ -19,6 +19,8 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
@@ -68,30 +70,37 @@ func TestComposeStack(t *testing.T) {
 		"TEMPORAL_UI_PORT=" + strconv.Itoa(uiPort),
 		"PROMETHEUS_PORT=" + strconv.Itoa(promPort),
 	}
-	dc := func(args ...string) (string, error) {
+	dc := func(ctx context.Context, args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, compose, append([]string{"--env-file", filepath.Join(secrets, "env"), "-f", filepath.Join(root, "docker-compose.yml")}, args...)...)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), env...)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
+	// Cleanup runs after the test's context is canceled: its own.
 	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
 		if t.Failed() {
-			out, _ := dc("logs", "--no-color", "--tail", "40")
+			out, _ := dc(ctx, "logs", "--no-color", "--tail", "40")
 			t.Logf("docker-compose logs:\n%s", out)
 		}
-		out, err := dc("down", "-v", "--remove-orphans", "--timeout", "20")
+		out, err := dc(ctx, "down", "-v", "--remove-orphans", "--timeout", "20")
 		if err != nil {
 			t.Errorf("docker-compose down: %v\n%s", err, out)
 		}
-		left, err := docker.ContainerList(context.Background(), container.ListOptions{
-			All: true, Filters: filters.NewArgs(filters.Arg("label", "com.docker.compose.project="+project)),
-		})
-		if err == nil && len(left) > 0 {
-			t.Errorf("%d containers of the stack left after down", len(left))
+		mine := filters.NewArgs(filters.Arg("label", "com.docker.compose.project="+project))
+		if left, err := docker.ContainerList(ctx, container.ListOptions{All: true, Filters: mine}); err != nil || len(left) > 0 {
+			t.Errorf("containers of the stack left after down: %d (%v)", len(left), err)
+		}
+		if left, err := docker.VolumeList(ctx, volume.ListOptions{Filters: mine}); err != nil || len(left.Volumes) > 0 {
+			t.Errorf("volumes of the stack left after down -v: %d (%v)", len(left.Volumes), err)
+		}
+		if left, err := docker.NetworkList(ctx, network.ListOptions{Filters: mine}); err != nil || len(left) > 0 {
+			t.Errorf("networks of the stack left after down: %d (%v)", len(left), err)
 		}
 	})
-	if out, err := dc("up", "-d"); err != nil {
+	if out, err := dc(ctx, "up", "-d"); err != nil {
 		t.Fatalf("docker-compose up: %v\n%s", err, out)
 	}
 
@@ -122,7 +131,7 @@ func TestComposeStack(t *testing.T) {
 	require.GreaterOrEqual(t, len(pollers), 2, "activity pollers on the run queue: %v", pollers)
 
 	// The checkpoints went to the shared bucket, not a worker's disk.
-	ls, err := dc("exec", "-T", "minio", "ls", "/data/agentflow/stack/checkpoints")
+	ls, err := dc(ctx, "exec", "-T", "minio", "busybox", "ls", "/data/agentflow/stack/checkpoints")
 	require.NoError(t, err, ls)
 	require.Contains(t, ls, ".json", "no checkpoint manifest in MinIO")
 

@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 AGENTCTL=${AGENTCTL_BIN:-./bin/agentctl}
 IMAGES=${AGENTFLOW_IMAGES:-.data/images.json}
 UI_PORT=${TEMPORAL_UI_PORT:-8233}
+STOP=${DEMO_STOP:-make down} # what stops the stack this demo ran on
 
 [ -f "$IMAGES" ] || { echo "demo: $IMAGES missing; run make images" >&2; exit 1; }
 
@@ -33,6 +34,6 @@ cat <<EOT
 Inspect the run:   $AGENTCTL inspect $agent
 Step logs:         $AGENTCTL logs $agent --step summarize
 Temporal Web UI:   http://localhost:$UI_PORT/namespaces/default/workflows/$agent
-Stop everything:   make down
+Stop everything:   $STOP
 EOT
 exit $code
