@@ -36,12 +36,14 @@ type Streams struct {
 
 // Options are the global flags shared by every verb.
 type Options struct {
+	// Address, Namespace and Security (TLS, mutual TLS, API key, gRPC
+	// headers) are the connection to Temporal as resolved before the verb
+	// runs: flags, the Temporal CLI's TEMPORAL_* variables, a config-file
+	// profile, defaults (conn.go).
 	Address   string
 	Namespace string
-	// Security: TLS, mutual TLS and API key of the connection to Temporal
-	// (flags --tls…, --api-key; the Temporal CLI's TEMPORAL_* variables).
-	Security temporalconn.Security
-	Output   string // table|json
+	Security  temporalconn.Security
+	Output    string // table|json
 	// CodecKeyFile: the payload codec's key ring (--codec-key-file,
 	// AGENTFLOW_CODEC_KEY_FILE); "" = payloads in clear. A path, not a
 	// codec: the lean build must not link Temporal.
