@@ -3,6 +3,7 @@ module github.com/agentflow/agentflow
 go 1.26.0
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/distribution/reference v0.6.0
 	github.com/docker/docker v28.5.2+incompatible
 	github.com/hashicorp/vault/api v1.23.0

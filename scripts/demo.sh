@@ -7,11 +7,14 @@ AGENTCTL=${AGENTCTL_BIN:-./bin/agentctl}
 IMAGES=${AGENTFLOW_IMAGES:-.data/images.json}
 UI_PORT=${TEMPORAL_UI_PORT:-8233}
 STOP=${DEMO_STOP:-make down} # what stops the stack this demo ran on
+# The local stack: a profile of the operator's Temporal config file (a
+# cluster's namespace, TLS, API key) must not leak into it.
+ctl() { "$AGENTCTL" --disable-config-file "$@"; }
 
 [ -f "$IMAGES" ] || { echo "demo: $IMAGES missing; run make images" >&2; exit 1; }
 
 # images.json holds one object per line: {"name":..,"version":..,"tag":..,"id":..}
-registered=$("$AGENTCTL" tool list -o json 2>/dev/null || echo "[]")
+registered=$(ctl tool list -o json 2>/dev/null || echo "[]")
 while IFS= read -r line; do
   name=$(sed -n 's/.*"name":"\([^"]*\)".*/\1/p' <<<"$line")
   version=$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' <<<"$line")
@@ -20,13 +23,13 @@ while IFS= read -r line; do
   [ "$name" = testtool ] && continue
   if grep -q "$id" <<<"$registered"; then continue; fi
   echo "demo: registering tool $name:$version ($id)"
-  "$AGENTCTL" tool register --name "$name" --version "$version" --image "$id" >/dev/null
+  ctl tool register --name "$name" --version "$version" --image "$id" >/dev/null
 done <"$IMAGES"
 
 agent="demo-$(date +%Y%m%d-%H%M%S)"
 echo "demo: running specs/demo.yaml as $agent"
 set +e
-"$AGENTCTL" run -f specs/demo.yaml --name "$agent" --wait
+ctl run -f specs/demo.yaml --name "$agent" --wait
 code=$?
 set -e
 cat <<EOT

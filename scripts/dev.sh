@@ -202,7 +202,7 @@ temporal_server_up() {
   fi
   local i
   for ((i = 0; i < 30; i++)); do
-    "$AGENTCTL" --address "$TEMPORAL_ADDRESS" setup --create-namespace && return 0
+    "$AGENTCTL" --disable-config-file --address "$TEMPORAL_ADDRESS" setup --create-namespace && return 0
     sleep 2
   done
   echo "temporal: agentctl setup failed; see $DATA/temporal.log" >&2
@@ -253,8 +253,9 @@ up() {
     # docs/DEPLOY.md; VAULT_ADDR is cleared so an operator's shell does not
     # make this worker two vaults).
     # AGENTFLOW_RUNTIME=runsc runs every sandbox under gVisor
-    # (scripts/install-runsc.sh registers it).
-    VAULT_ADDR= setsid "$AGENTCTL" worker --address "$TEMPORAL_ADDRESS" \
+    # (scripts/install-runsc.sh registers it). No profile of the
+    # operator's Temporal config file: this worker serves the local server.
+    VAULT_ADDR= setsid "$AGENTCTL" --disable-config-file worker --address "$TEMPORAL_ADDRESS" \
       ${AGENTFLOW_GIT_ROOT:+--git-root "$AGENTFLOW_GIT_ROOT"} \
       --checkpoint-dir "$DATA/checkpoints" --log-dir "$DATA/logs" \
       ${store_args[@]+"${store_args[@]}"} \

@@ -215,10 +215,10 @@ type Backend struct {
 
 func (c *Config) setDefaults() {
 	if c.Address == "" {
-		c.Address = envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233")
+		c.Address = envOr(temporalconn.EnvAddress, temporalconn.DefaultAddress)
 	}
 	if c.Namespace == "" {
-		c.Namespace = envOr("TEMPORAL_NAMESPACE", "default")
+		c.Namespace = envOr(temporalconn.EnvNamespace, temporalconn.DefaultNamespace)
 	}
 	if c.TaskQueue == "" {
 		c.TaskQueue = workflows.TaskQueue

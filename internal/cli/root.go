@@ -36,12 +36,14 @@ type Streams struct {
 
 // Options are the global flags shared by every verb.
 type Options struct {
+	// Address, Namespace and Security (TLS, mutual TLS, API key, gRPC
+	// headers) are the connection to Temporal as resolved before the verb
+	// runs: flags, the Temporal CLI's TEMPORAL_* variables, a config-file
+	// profile, defaults (conn.go).
 	Address   string
 	Namespace string
-	// Security: TLS, mutual TLS and API key of the connection to Temporal
-	// (flags --tls…, --api-key; the Temporal CLI's TEMPORAL_* variables).
-	Security temporalconn.Security
-	Output   string // table|json
+	Security  temporalconn.Security
+	Output    string // table|json
 	// CodecKeyFile: the payload codec's key ring (--codec-key-file,
 	// AGENTFLOW_CODEC_KEY_FILE); "" = payloads in clear. A path, not a
 	// codec: the lean build must not link Temporal.
@@ -78,12 +80,16 @@ func UsageErr(format string, a ...any) error {
 // short help comes from the one verb table (verbs.go).
 func NewRootCmd(version string, s Streams, engine Constructors) *cobra.Command {
 	opts := &Options{Streams: s}
-	// The variables seed the flags' defaults; a bad one is reported when a
-	// verb runs (PersistentPreRunE), not while --help is printed.
-	sec, envErr := temporalconn.FromEnv(os.Getenv)
+	var conn connFlags
 	root := &cobra.Command{
-		Use:           "agentctl",
-		Short:         "Durable, sandboxed AI-agent workflows on Temporal and Docker",
+		Use:   "agentctl",
+		Short: "Durable, sandboxed AI-agent workflows on Temporal and Docker",
+		Long: `Durable, sandboxed AI-agent workflows on Temporal and Docker.
+
+Connection settings (address, namespace, TLS, API key) come from the flags,
+else the Temporal CLI's TEMPORAL_* variables, else a profile of the Temporal
+config file (--profile, --config-file; the file the temporal CLI and SDKs
+share), else the defaults.`,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -96,21 +102,20 @@ func NewRootCmd(version string, s Streams, engine Constructors) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if envErr != nil {
-				return UsageErr("%v", envErr)
-			}
-			if opts.Security.APIKey == "" {
-				opts.Security.APIKey = sec.APIKey
-			}
-			if err := opts.Security.Check(); err != nil {
-				return UsageErr("%v", err)
+			if cmd.DisableFlagParsing {
+				// A lean build's forwarding stub: its flags are unparsed;
+				// the engine it hands over to checks everything.
+				return nil
 			}
 			switch opts.Output {
 			case "table", "json":
-				return nil
 			default:
 				return UsageErr("invalid --output %q: want table or json", opts.Output)
 			}
+			// The connection is resolved when a verb runs, not while
+			// --help is printed, so a bad variable or profile does not
+			// hide the help.
+			return conn.resolve(cmd, opts)
 		},
 	}
 	root.SetIn(s.In)
@@ -121,18 +126,8 @@ func NewRootCmd(version string, s Streams, engine Constructors) *cobra.Command {
 	})
 
 	pf := root.PersistentFlags()
-	pf.StringVar(&opts.Address, "address", EnvOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend address (env TEMPORAL_ADDRESS)")
-	pf.StringVar(&opts.Namespace, "namespace", EnvOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	conn.register(pf)
 	pf.StringVarP(&opts.Output, "output", "o", "table", "output format: table|json")
-	pf.BoolVar(&opts.Security.TLS, "tls", sec.TLS, "connect to Temporal with TLS (implied by the other --tls-* flags and --api-key; env "+temporalconn.EnvTLS+")")
-	pf.StringVar(&opts.Security.CAFile, "tls-ca", sec.CAFile, "PEM file of the CAs that verify the Temporal server (default: system roots; env "+temporalconn.EnvTLSCA+")")
-	pf.StringVar(&opts.Security.CertFile, "tls-cert", sec.CertFile, "client certificate (PEM) for mutual TLS, with --tls-key (env "+temporalconn.EnvTLSCert+")")
-	pf.StringVar(&opts.Security.KeyFile, "tls-key", sec.KeyFile, "client key (PEM) for mutual TLS (env "+temporalconn.EnvTLSKey+")")
-	pf.StringVar(&opts.Security.ServerName, "tls-server-name", sec.ServerName, "name to verify in the server's certificate, when the address is not it (env "+temporalconn.EnvTLSServerName+")")
-	pf.BoolVar(&opts.Security.DisableHostVerification, "tls-disable-host-verification", sec.DisableHostVerification,
-		"accept any server certificate: for tests only (env "+temporalconn.EnvTLSDisableHostVerify+")")
-	// The variable is not the flag's default: help would print the key.
-	pf.StringVar(&opts.Security.APIKey, "api-key", "", "API key sent as a bearer token, e.g. Temporal Cloud; implies TLS (prefer env "+temporalconn.EnvAPIKey+": arguments are visible to other users)")
 	pf.StringVar(&opts.CodecKeyFile, "codec-key-file", EnvOr("AGENTFLOW_CODEC_KEY_FILE", ""),
 		`encrypt every Temporal payload (inputs, outputs, errors) with the AES-256 keys of this file, "<key-id> <base64 32 bytes>" a line, the first encrypting (mode 0600; env AGENTFLOW_CODEC_KEY_FILE); clients and workers need the same keys`)
 

@@ -1,10 +1,12 @@
-// Package temporalconn holds agentflow's connection settings for a Temporal
-// cluster that is not a plaintext dev server (TLS, mutual TLS, an API key):
-// their environment names, checks, the TLS configuration and the
-// explanation of a failed dial; the one place the CLI and the worker learn
-// them. Environment names follow the Temporal CLI's, so a shell set up for
-// `temporal` works for agentctl too. It links no Temporal package (the lean
-// agentctl parses these flags); sdkconn applies them to SDK options.
+// Package temporalconn holds agentflow's connection settings for Temporal:
+// address, namespace, TLS, mutual TLS, an API key, gRPC headers; where
+// they come from (flags, the environment, a profile of the Temporal
+// config file, in that order: layer.go, env.go, profile.go), their
+// checks, the TLS configuration and the explanation of a failed dial; the
+// one place the CLI and the worker learn them. Names follow the Temporal
+// CLI's, so a shell or a config file set up for `temporal` works for
+// agentctl too. It links no Temporal package (the lean agentctl parses
+// these flags); sdkconn applies them to SDK options.
 package temporalconn
 
 import (
@@ -13,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 )
 
@@ -21,11 +22,14 @@ import (
 type Security struct {
 	// TLS turns TLS on; any other field implies it (Enabled).
 	TLS bool
-	// CAFile: PEM roots that verify the server (default: the system's).
-	CAFile string
-	// CertFile and KeyFile: the client certificate of mutual TLS (both or
+	// CAFile or CAData (PEM inline, not both): roots that verify the
+	// server (default: the system's).
+	CAFile, CAData string
+	// CertFile/CertData and KeyFile/KeyData: the client certificate of
+	// mutual TLS, each a file or PEM inline (a certificate and a key, or
 	// neither).
-	CertFile, KeyFile string
+	CertFile, CertData string
+	KeyFile, KeyData   string
 	// ServerName overrides the name verified in the server's certificate
 	// (and sent as SNI): for a server reached by an address its
 	// certificate does not name.
@@ -35,65 +39,36 @@ type Security struct {
 	// APIKey is sent as a bearer token (Temporal Cloud API keys); it
 	// implies TLS, since a key sent in clear is a key given away.
 	APIKey string
-}
-
-// Environment names, as the Temporal CLI spells them.
-const (
-	EnvTLS                  = "TEMPORAL_TLS"
-	EnvTLSCA                = "TEMPORAL_TLS_CA_PATH"
-	EnvTLSCert              = "TEMPORAL_TLS_CERT_PATH"
-	EnvTLSKey               = "TEMPORAL_TLS_KEY_PATH"
-	EnvTLSServerName        = "TEMPORAL_TLS_SERVER_NAME"
-	EnvTLSDisableHostVerify = "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION"
-	EnvAPIKey               = "TEMPORAL_API_KEY"
-)
-
-// FromEnv reads the Temporal CLI's variables (getenv is os.Getenv in
-// production); an unparsable boolean is an error naming the variable.
-func FromEnv(getenv func(string) string) (Security, error) {
-	var s Security
-	var err error
-	if s.TLS, err = envBool(getenv, EnvTLS); err != nil {
-		return s, err
-	}
-	if s.DisableHostVerification, err = envBool(getenv, EnvTLSDisableHostVerify); err != nil {
-		return s, err
-	}
-	s.CAFile = getenv(EnvTLSCA)
-	s.CertFile = getenv(EnvTLSCert)
-	s.KeyFile = getenv(EnvTLSKey)
-	s.ServerName = getenv(EnvTLSServerName)
-	s.APIKey = getenv(EnvAPIKey)
-	return s, nil
-}
-
-func envBool(getenv func(string) string, name string) (bool, error) {
-	v := strings.TrimSpace(getenv(name))
-	if v == "" {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, fmt.Errorf("%s=%q: want true or false", name, v)
-	}
-	return b, nil
+	// Headers: gRPC metadata sent with every request (a profile's
+	// grpc_meta, TEMPORAL_GRPC_META_*); they do not imply TLS.
+	Headers map[string]string
 }
 
 // Enabled reports whether the connection uses TLS: asked for, or implied
 // by a CA, a client certificate, a server name or an API key.
 func (s Security) Enabled() bool {
-	return s.TLS || s.CAFile != "" || s.CertFile != "" || s.KeyFile != "" || s.ServerName != "" ||
-		s.DisableHostVerification || s.APIKey != ""
+	return s.TLS || s.CAFile != "" || s.CAData != "" || s.CertFile != "" || s.CertData != "" ||
+		s.KeyFile != "" || s.KeyData != "" || s.ServerName != "" || s.DisableHostVerification || s.APIKey != ""
 }
 
 // Check validates the settings without reading files: what a flag parser
 // reports as a usage error.
 func (s Security) Check() error {
-	if (s.CertFile == "") != (s.KeyFile == "") {
-		return errors.New("--tls-cert and --tls-key go together (mutual TLS needs both)")
+	for _, pair := range [][2]string{{s.CAFile, s.CAData}, {s.CertFile, s.CertData}, {s.KeyFile, s.KeyData}} {
+		if pair[0] != "" && pair[1] != "" {
+			return errors.New("a TLS certificate or key is given both as a file and inline: give one")
+		}
+	}
+	if (s.CertFile == "" && s.CertData == "") != (s.KeyFile == "" && s.KeyData == "") {
+		return errors.New("--tls-cert and --tls-key go together (mutual TLS needs both; so do a profile's tls.client_cert_* and tls.client_key_*)")
 	}
 	if strings.ContainsAny(s.APIKey, "\r\n") {
 		return errors.New("the API key contains a line break")
+	}
+	for k, v := range s.Headers {
+		if err := checkHeader(k, v); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -117,25 +92,46 @@ func (s Security) tlsConfig() (*tls.Config, error) {
 		ServerName:         s.ServerName,
 		InsecureSkipVerify: s.DisableHostVerification, //nolint:gosec // opt-in, documented as tests only
 	}
-	if s.CAFile != "" {
-		pem, err := os.ReadFile(s.CAFile)
+	if s.CAFile != "" || s.CAData != "" {
+		pem, name, err := readMaterial(s.CAFile, s.CAData)
 		if err != nil {
 			return nil, fmt.Errorf("TLS CA: %w", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("TLS CA %s: no PEM certificate in it", s.CAFile)
+			return nil, fmt.Errorf("TLS CA %s: no PEM certificate in it", name)
 		}
 		cfg.RootCAs = pool
 	}
-	if s.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(s.CertFile, s.KeyFile)
+	if s.CertFile != "" || s.CertData != "" {
+		certPEM, certName, err := readMaterial(s.CertFile, s.CertData)
 		if err != nil {
-			return nil, fmt.Errorf("TLS client certificate %s / key %s: %w", s.CertFile, s.KeyFile, err)
+			return nil, fmt.Errorf("TLS client certificate: %w", err)
+		}
+		keyPEM, keyName, err := readMaterial(s.KeyFile, s.KeyData)
+		if err != nil {
+			return nil, fmt.Errorf("TLS client key: %w", err)
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			return nil, fmt.Errorf("TLS client certificate %s / key %s: %w", certName, keyName, err)
 		}
 		cfg.Certificates = []tls.Certificate{cert}
 	}
 	return cfg, nil
+}
+
+// readMaterial returns a PEM file's bytes or the inline PEM, and what to
+// call it in a message (never the inline bytes: a key is a secret).
+func readMaterial(file, data string) ([]byte, string, error) {
+	if file == "" {
+		return []byte(data), "(inline)", nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, file, err
+	}
+	return b, file, nil
 }
 
 // IsCertificateFailure reports a dial error that is a certificate or TLS

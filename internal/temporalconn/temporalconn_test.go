@@ -8,26 +8,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentflow/agentflow/internal/testenv"
 )
-
-func TestFromEnv(t *testing.T) {
-	env := map[string]string{
-		EnvTLS: "true", EnvTLSCA: "/ca.pem", EnvTLSCert: "/c.pem", EnvTLSKey: "/k.pem",
-		EnvTLSServerName: "temporal.internal", EnvAPIKey: "key-1",
-	}
-	s, err := FromEnv(func(k string) string { return env[k] })
-	require.NoError(t, err)
-	require.Equal(t, Security{TLS: true, CAFile: "/ca.pem", CertFile: "/c.pem", KeyFile: "/k.pem",
-		ServerName: "temporal.internal", APIKey: "key-1"}, s)
-
-	_, err = FromEnv(func(k string) string {
-		if k == EnvTLSDisableHostVerify {
-			return "yes please"
-		}
-		return ""
-	})
-	require.ErrorContains(t, err, EnvTLSDisableHostVerify)
-}
 
 func TestEnabledAndCheck(t *testing.T) {
 	for _, tc := range []struct {
@@ -44,6 +27,12 @@ func TestEnabledAndCheck(t *testing.T) {
 		{"cert without key", Security{CertFile: "c.pem"}, true, "go together"},
 		{"key without cert", Security{KeyFile: "k.pem"}, true, "go together"},
 		{"key with a line break", Security{APIKey: "k\nX-Other: 1"}, true, "line break"},
+		{"inline cert and key", Security{CertData: "c", KeyData: "k"}, true, ""},
+		{"cert file, inline key", Security{CertFile: "c.pem", KeyData: "k"}, true, ""},
+		{"inline cert without key", Security{CertData: "c"}, true, "go together"},
+		{"CA file and inline", Security{CAFile: "ca.pem", CAData: "x"}, true, "both as a file and inline"},
+		{"headers alone are not TLS", Security{Headers: map[string]string{"x-team": "a"}}, false, ""},
+		{"a reserved header", Security{Headers: map[string]string{"grpc-timeout": "1"}}, false, "reserved"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.enabled, tc.s.Enabled())
@@ -97,4 +86,31 @@ func TestExplain(t *testing.T) {
 		require.Contains(t, got, tc.want)
 		require.True(t, strings.HasSuffix(got, tc.err), "the cause is kept: %s", got)
 	}
+}
+
+// Inline PEM (a profile's *_data, the *_DATA variables) works like the
+// files, alone or mixed with them; a message never quotes inline bytes.
+func TestTLSConfigInline(t *testing.T) {
+	pki := testenv.NewPKI(t, "temporal.test")
+	read := func(f string) string {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		return string(b)
+	}
+	for name, s := range map[string]Security{
+		"inline":              {CAData: read(pki.CAFile), CertData: read(pki.ClientCert), KeyData: read(pki.ClientKey)},
+		"cert file, key data": {CAFile: pki.CAFile, CertFile: pki.ClientCert, KeyData: read(pki.ClientKey)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := s.TLSConfig()
+			require.NoError(t, err)
+			require.NotNil(t, cfg.RootCAs)
+			require.Len(t, cfg.Certificates, 1)
+		})
+	}
+	_, err := Security{CAData: "not pem"}.TLSConfig()
+	require.ErrorContains(t, err, "TLS CA (inline): no PEM certificate")
+	_, err = Security{CertData: read(pki.ClientCert), KeyData: "secret-not-pem"}.TLSConfig()
+	require.ErrorContains(t, err, "key (inline)")
+	require.NotContains(t, err.Error(), "secret-not-pem")
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentflow/agentflow/internal/cli"
 	"github.com/agentflow/agentflow/internal/codecserver"
 	"github.com/agentflow/agentflow/internal/payloadcodec"
 )
@@ -47,6 +48,8 @@ browsers may call it only from --ui-origin.`,
   agentctl --codec-key-file codec.keys codec-server --listen 10.0.0.5:8081 --auth-token-file codec.token
   temporal workflow show -w ID --codec-endpoint http://10.0.0.5:8081 --codec-auth "Bearer $(cat codec.token)"`,
 		Args: argsUsage(cobra.NoArgs),
+		// It dials no Temporal: a bad profile must not stop it.
+		Annotations: map[string]string{cli.AnnotationConnection: cli.ConnectionNone},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runCodecServer(cmd.Context(), o)
 		},

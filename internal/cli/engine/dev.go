@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentflow/agentflow/internal/cli"
 	"github.com/agentflow/agentflow/internal/devserver"
 	"github.com/agentflow/agentflow/internal/temporalconn"
 	"github.com/agentflow/agentflow/worker"
@@ -39,6 +40,9 @@ what 'make up' runs in the background.`,
   agentctl dev --address 127.0.0.1:7333 --ui-port 8333 --health-addr :8081 --metrics-addr :9091
   agentctl --codec-key-file codec.keys dev --ui-codec-endpoint http://127.0.0.1:8081`,
 		Args: argsUsage(cobra.NoArgs),
+		// The server is its own: no profile, and --address is where it
+		// listens.
+		Annotations: map[string]string{cli.AnnotationConnection: cli.ConnectionLocal},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDev(cmd.Context(), opts, &f)
 		},

@@ -115,12 +115,68 @@ func TestCLIOverMutualTLS(t *testing.T) {
 	require.Contains(t, out, "search attribute AgentName (Keyword): present")
 
 	t.Run("environment", func(t *testing.T) {
-		t.Setenv("TEMPORAL_TLS_CA_PATH", pki.CAFile)
-		t.Setenv("TEMPORAL_TLS_CERT_PATH", pki.ClientCert)
-		t.Setenv("TEMPORAL_TLS_KEY_PATH", pki.ClientKey)
+		t.Setenv("TEMPORAL_TLS_SERVER_CA_CERT_PATH", pki.CAFile)
+		t.Setenv("TEMPORAL_TLS_CLIENT_CERT_PATH", pki.ClientCert)
+		t.Setenv("TEMPORAL_TLS_CLIENT_KEY_PATH", pki.ClientKey)
 		t.Setenv("TEMPORAL_TLS_SERVER_NAME", "temporal.test")
 		code, _, stderr := agentctl("list")
 		require.Equal(t, 0, code, stderr)
+	})
+	// Everything from a profile of a Temporal config file: no connection
+	// flag, no TEMPORAL_* variable but the file's name.
+	t.Run("profile", func(t *testing.T) {
+		for _, kv := range os.Environ() {
+			if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "TEMPORAL_") {
+				t.Setenv(k, "")
+			}
+		}
+		pem := func(f string) string {
+			b, err := os.ReadFile(f)
+			require.NoError(t, err)
+			return strings.TrimSpace(string(b))
+		}
+		file := filepath.Join(t.TempDir(), "temporal.toml")
+		require.NoError(t, os.WriteFile(file, []byte(`
+[profile.files]
+address = "`+front+`"
+[profile.files.tls]
+server_ca_cert_path = "`+pki.CAFile+`"
+client_cert_path = "`+pki.ClientCert+`"
+client_key_path = "`+pki.ClientKey+`"
+server_name = "temporal.test"
+
+[profile.inline]
+address = "`+front+`"
+[profile.inline.tls]
+server_ca_cert_data = """
+`+pem(pki.CAFile)+`"""
+client_cert_data = """
+`+pem(pki.ClientCert)+`"""
+client_key_data = """
+`+pem(pki.ClientKey)+`"""
+server_name = "temporal.test"
+
+[profile.nocert]
+address = "`+front+`"
+[profile.nocert.tls]
+server_ca_cert_path = "`+pki.CAFile+`"
+server_name = "temporal.test"
+`), 0o600))
+		run := func(env map[string]string, args ...string) (int, string) {
+			for k, v := range env {
+				t.Setenv(k, v)
+			}
+			var out, errb bytes.Buffer
+			code := Run(t.Context(), "test", args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+			return code, errb.String()
+		}
+		code, stderr := run(nil, "--config-file", file, "--profile", "files", "list")
+		require.Equal(t, 0, code, stderr)
+		code, stderr = run(map[string]string{"TEMPORAL_CONFIG_FILE": file, "TEMPORAL_PROFILE": "inline"}, "setup")
+		require.Equal(t, 0, code, stderr)
+		code, stderr = run(nil, "--config-file", file, "--profile", "nocert", "list")
+		require.Equal(t, ExitFailure, code, "a profile without the client certificate is refused")
+		require.Contains(t, stderr, "TLS")
 	})
 	for name, tc := range map[string]struct {
 		args []string

@@ -47,3 +47,13 @@ func TestHelpIdenticalInBothBuilds(t *testing.T) {
 		require.Equal(t, lc[i].Short, fc[i].Short, lc[i].Name())
 	}
 }
+
+// Which Temporal each verb talks to (cli.AnnotationConnection): dev its
+// own server (no profile), codec-server none; every other verb, the
+// worker included, a cluster, from flags, variables and a profile.
+func TestConnectionAnnotations(t *testing.T) {
+	want := map[string]string{"dev": cli.ConnectionLocal, "codec-server": cli.ConnectionNone}
+	for name, build := range Commands() {
+		require.Equal(t, want[name], build(&cli.Options{}).Annotations[cli.AnnotationConnection], name)
+	}
+}
