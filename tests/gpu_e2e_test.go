@@ -223,6 +223,7 @@ func TestGPUDevicePinning(t *testing.T) {
 	require.NotNil(t, la)
 	require.NotNil(t, lb)
 	require.NotNil(t, lc)
+	t.Logf("sandboxes: train_a %s, train_b %s, train_both %s", la, lb, lc)
 	require.ElementsMatch(t, []string{"0", "1"}, []string{la.devices, lb.devices},
 		"the one-GPU steps hold different devices")
 	require.Equal(t, "0,1", lc.devices)
