@@ -50,19 +50,22 @@ const (
 // ToolCommand is what every tool image runs (SPEC §8).
 var ToolCommand = []string{"/bin/tool"}
 
-// Capacity is the worker's budget as a step attempt sees it.
+// Capacity is the worker's budget and GPU devices as a step attempt sees
+// them.
 type Capacity interface {
-	// Charge waits until size fits and returns what gives it back; a
+	// Charge waits until size fits and returns the lease (with the step's
+	// GPU devices, if the worker has any) that gives it back; a
 	// *capacity.TooLargeError when it never can.
-	Charge(ctx context.Context, size capacity.Size) (release func(), err error)
+	Charge(ctx context.Context, size capacity.Size) (capacity.Lease, error)
 }
 
 // Options configure Activities. Host is required; everything else has a
 // working default (no logs, no secrets, no metrics).
 type Options struct {
-	// Capacity, when set, is the worker's CPU and memory budget: a step
-	// charges its declared size before its sandbox starts and waits,
-	// heartbeating, until that fits (internal/capacity).
+	// Capacity, when set, is the worker's CPU and memory budget and its
+	// GPU devices: a step charges its declared size before its sandbox
+	// starts and waits, heartbeating, until that fits; a GPU step's
+	// sandbox gets the devices its lease names (internal/capacity).
 	Capacity Capacity
 	Host     exechost.ExecutionHost
 	// Logs keeps every attempt's log (stderr streamed while the tool runs).

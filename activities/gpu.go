@@ -3,6 +3,8 @@ package activities
 import (
 	"fmt"
 	"strings"
+
+	"github.com/agentflow/agentflow/internal/capacity"
 )
 
 // GPUPolicy says what RunStep does with a step that requests GPUs
@@ -24,6 +26,15 @@ const (
 // EnvGPUIgnored is set to "1" in the tool's environment when the step
 // requested GPUs and runs without them under GPUPolicyIgnore.
 const EnvGPUIgnored = "AGENTFLOW_GPU_IGNORED"
+
+// EnvGPUDevices is set in the tool's environment to the worker's GPU
+// devices the attempt holds, comma-separated, as the worker names them
+// (indexes or UUIDs on the host: inside the sandbox the runtime numbers
+// its devices from 0). Also under GPUPolicyIgnore, where the sandbox has
+// none of them: the assignment stands, so scheduling is the same as on a
+// GPU host. Not NVIDIA_VISIBLE_DEVICES: that variable tells the NVIDIA
+// runtime which devices to attach, and here it is only a record.
+const EnvGPUDevices = "AGENTFLOW_GPU_DEVICES"
 
 // ParseGPUPolicy parses a --gpu-policy value; "" is GPUPolicyRequire.
 func ParseGPUPolicy(s string) (GPUPolicy, error) {
@@ -51,6 +62,15 @@ func (a *Activities) gpuRequest(req StepRequest) (gpus int, ignored bool, err *s
 		"step %s requests %s but this worker's Docker host has no GPU runtime (no nvidia runtime registered with the daemon): "+
 			"run it on a worker with GPUs, or start this worker with --gpu-policy ignore to run GPU steps without a GPU",
 		req.StepID, gpuCount(want))
+}
+
+// gpuTooMany is the failure of a step that needs more GPUs than this
+// worker has: PolicyViolation, not retried (another attempt would land on
+// a worker of the same GPU queue, which is configured alike).
+func gpuTooMany(stepID, worker string, e *capacity.TooLargeError) *stepError {
+	return failf(ErrTypePolicy, "step %s requests %s but worker %s has %s (worker --gpus): "+
+		"run it on a task queue whose workers have enough GPUs, or lower its resources.gpu",
+		stepID, gpuCount(e.Step.GPUs), worker, gpuCount(e.Budget.GPUs))
 }
 
 func gpuCount(n int) string {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -34,6 +35,10 @@ const (
 	LabelRunID   = "agentflow.run_id"
 	LabelStepID  = "agentflow.step_id"
 	LabelAttempt = "agentflow.attempt"
+	// LabelGPUDevices: the GPU devices the attempt holds (comma-separated),
+	// on the sandboxes of GPU steps pinned to devices, also under
+	// --gpu-policy ignore, where the sandbox gets none of them.
+	LabelGPUDevices = "agentflow.gpu_devices"
 )
 
 // ExecutionIDFor derives the sandbox's ExecutionID from the attempt's
@@ -104,6 +109,9 @@ type attempt struct {
 	adoptedFrom int32
 	// egress collects the connections of a sandbox with egress rules.
 	egress *egressLog
+	// gpuDevices are the worker's GPU devices this attempt holds until its
+	// sandbox is gone (none: no GPUs, or a worker that does not pin).
+	gpuDevices []string
 	// span is the attempt's trace span (trace.go); the sandbox phases are
 	// its children.
 	span trace.Span
@@ -167,22 +175,30 @@ func (at *attempt) run(ctx context.Context) (*StepResult, error) {
 		return res, err
 	}
 
-	// The worker's budget must hold the step's declared size before its
-	// sandbox starts; waiting heartbeats, so a cancel or a lost worker is
-	// still noticed. Given back after the sandbox is gone (defers run in
-	// reverse: this one after terminate's).
+	// The worker's budget must hold the step's declared size, and its GPU
+	// devices the step's GPUs, before its sandbox starts; waiting
+	// heartbeats, so a cancel or a lost worker is still noticed. Given
+	// back after the sandbox is gone (defers run in reverse: this one after
+	// terminate's), whatever ended the attempt. req is the step as
+	// requested: under --gpu-policy ignore its devices are held too.
 	if a.opts.Capacity != nil {
 		hb.setPhase("capacity")
-		release, err := a.opts.Capacity.Charge(ctx, capacity.Size{NanoCPUs: req.Resources.NanoCPUs, MemoryBytes: req.Resources.MemoryBytes})
+		lease, err := a.opts.Capacity.Charge(ctx, capacity.Size{
+			NanoCPUs: req.Resources.NanoCPUs, MemoryBytes: req.Resources.MemoryBytes, GPUs: req.Resources.GPUs})
 		var tooLarge *capacity.TooLargeError
 		switch {
+		case errors.As(err, &tooLarge) && tooLarge.TooManyGPUs():
+			return nil, gpuTooMany(req.StepID, a.opts.Identity, tooLarge)
 		case errors.As(err, &tooLarge):
 			return nil, failf(ErrTypePolicy, "step %s cannot run on worker %s: %v (raise --cpu-budget/--memory-budget, or lower its resources)",
 				req.StepID, a.opts.Identity, err)
 		case err != nil:
 			return nil, err
 		}
-		defer release()
+		defer lease.Release()
+		if at.gpuDevices = lease.Devices; len(at.gpuDevices) > 0 {
+			at.log.InfoContext(ctx, "GPU devices assigned", "gpu_devices", strings.Join(at.gpuDevices, ","), "gpu_ignored", gpuIgnored)
+		}
 	}
 
 	values, err := a.resolveSecrets(ctx, req.SecretSources)
@@ -226,7 +242,7 @@ func (at *attempt) run(ctx context.Context) (*StepResult, error) {
 	res, execErr := a.opts.Host.Exec(execCtx, at.id, exechost.ExecRequest{
 		Command: ToolCommand,
 		Stdin:   stdin,
-		Env:     toolEnv(req, at.number, gpuIgnored),
+		Env:     toolEnv(req, at.number, gpuIgnored, at.gpuDevices),
 		Secrets: execSecrets,
 		Timeout: at.budget.ToolDeadline,
 		Stderr:  stderr,
@@ -296,7 +312,7 @@ func canceled(ctx context.Context) error {
 }
 
 // toolEnv is the agentflow environment every tool exec gets.
-func toolEnv(req StepRequest, number int32, gpuIgnored bool) map[string]string {
+func toolEnv(req StepRequest, number int32, gpuIgnored bool, gpuDevices []string) map[string]string {
 	env := map[string]string{
 		"AGENTFLOW_AGENT_ID": req.AgentID,
 		"AGENTFLOW_STEP_ID":  req.StepID,
@@ -304,6 +320,9 @@ func toolEnv(req StepRequest, number int32, gpuIgnored bool) map[string]string {
 	}
 	if gpuIgnored {
 		env[EnvGPUIgnored] = "1"
+	}
+	if len(gpuDevices) > 0 {
+		env[EnvGPUDevices] = strings.Join(gpuDevices, ",")
 	}
 	return env
 }
@@ -415,6 +434,9 @@ func (at *attempt) provision(ctx context.Context, env map[string]string, egress 
 		LabelStepID:  truncate(req.StepID, 256),
 		LabelAttempt: strconv.Itoa(int(at.number)),
 	}
+	if len(at.gpuDevices) > 0 {
+		labels[LabelGPUDevices] = strings.Join(at.gpuDevices, ",")
+	}
 	for k, v := range at.a.opts.Labels {
 		labels[k] = v
 	}
@@ -434,24 +456,31 @@ func (at *attempt) provision(ctx context.Context, env map[string]string, egress 
 	if egress != nil {
 		network = exechost.NetworkEgress
 	}
+	limits := exechost.ResourceLimits{
+		NanoCPUs:       r.NanoCPUs,
+		MemoryBytes:    r.MemoryBytes,
+		DiskBytes:      r.DiskBytes,
+		Pids:           r.Pids,
+		Runtime:        at.budget.SandboxRuntime,
+		MaxOutputBytes: r.MaxOutputBytes,
+		GPUs:           r.GPUs,
+	}
+	if r.GPUs != 0 && len(at.gpuDevices) > 0 {
+		// Exactly the attempt's devices ("all" is all of this worker's).
+		// Not under --gpu-policy ignore (r.GPUs is 0 there): the host
+		// cannot attach any.
+		limits.GPUs, limits.GPUDevices = len(at.gpuDevices), at.gpuDevices
+	}
 	pctx, endProvision := at.phase(ctx, phase)
 	exe, err := at.a.opts.Host.Provision(pctx, exechost.ProvisionRequest{
 		ExecutionID: at.id,
 		Image:       req.Image,
 		Workspace:   ws,
-		Resources: exechost.ResourceLimits{
-			NanoCPUs:       r.NanoCPUs,
-			MemoryBytes:    r.MemoryBytes,
-			DiskBytes:      r.DiskBytes,
-			Pids:           r.Pids,
-			Runtime:        at.budget.SandboxRuntime,
-			MaxOutputBytes: r.MaxOutputBytes,
-			GPUs:           r.GPUs,
-		},
-		Network: network,
-		Egress:  egress,
-		Env:     env,
-		Labels:  labels,
+		Resources:   limits,
+		Network:     network,
+		Egress:      egress,
+		Env:         env,
+		Labels:      labels,
 	})
 	endProvision(err)
 	if err != nil {

@@ -56,15 +56,30 @@ func ChoosesCode(name string) bool {
 	return false
 }
 
+// ChoosesDevices reports whether an env name tells a GPU container
+// runtime which host devices to attach: the NVIDIA container toolkit's
+// NVIDIA_* variables (NVIDIA_VISIBLE_DEVICES, NVIDIA_DRIVER_CAPABILITIES,
+// NVIDIA_MIG_CONFIG_DEVICES, …) and AMD_VISIBLE_DEVICES. Where that runtime
+// reads the container's environment (the daemon's default runtime is
+// nvidia), such a variable would attach GPUs the step did not request, or
+// a GPU step's neighbour's: devices come from resources.gpu only.
+func ChoosesDevices(name string) bool {
+	n := strings.ToUpper(name)
+	return strings.HasPrefix(n, "NVIDIA_") || n == "AMD_VISIBLE_DEVICES"
+}
+
 // CheckEnvName applies every name rule to a plain env name: syntax, names
-// that choose code, names that look like secrets. asSecret relaxes only the
-// last (a secret's name may, and usually does, look secret).
+// that choose code or devices, names that look like secrets. asSecret
+// relaxes only the last (a secret's name may, and usually does, look
+// secret).
 func CheckEnvName(name string, asSecret bool) error {
 	switch {
 	case !ValidEnvName(name):
 		return fmt.Errorf("invalid name: want letters, digits and '_', not starting with a digit")
 	case ChoosesCode(name):
 		return fmt.Errorf("%s chooses which code runs (loader, PATH, shell start-up or runtime injection): refused", name)
+	case ChoosesDevices(name):
+		return fmt.Errorf("%s chooses which host devices the GPU runtime attaches: refused (a step gets GPUs by resources.gpu)", name)
 	case !asSecret && LooksSecret(name):
 		return fmt.Errorf("name looks like a secret: pass it as a secret, not as plain env")
 	}

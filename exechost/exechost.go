@@ -72,6 +72,13 @@ type ResourceLimits struct {
 	Runtime        time.Duration // wall-clock life of the sandbox
 	MaxOutputBytes int64         // combined stdout+stderr cap per exec
 	GPUs           int           // 0 none, >0 that many devices, -1 all
+	// GPUDevices, when set, are exactly the devices the sandbox gets
+	// (len(GPUDevices) == GPUs; CheckGPUDevice): a caller that shares a
+	// host's GPUs between sandboxes pins each to its own. Without it the
+	// host's runtime picks GPUs devices (Docker: always the first ones).
+	// Not stored with a checkpoint: which device an attempt had is not
+	// the workspace's.
+	GPUDevices []string `json:"-"`
 }
 
 // NetworkMode is the sandbox network: NetworkNone (only loopback, the

@@ -51,6 +51,10 @@ var (
 	})
 	digestRe       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
 	checkpointIDRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`) })
+	// gpuDeviceRe: an index ("0"), a UUID ("GPU-8d3b…", "MIG-…") or a MIG
+	// index ("0:1"), as NVIDIA_VISIBLE_DEVICES takes them; never a ',',
+	// which would add a device to the list the runtime is given.
+	gpuDeviceRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9:._/-]{0,127}$`) })
 )
 
 // ValidEnvName reports whether name is a portable environment variable
@@ -141,6 +145,19 @@ func CheckImageRef(ref string, allowUnpinned bool) error {
 func CheckCheckpointID(id CheckpointID) error {
 	if !checkpointIDRe().MatchString(string(id)) {
 		return fmt.Errorf("checkpoint id %q: must match %s", id, checkpointIDRe())
+	}
+	return nil
+}
+
+// CheckGPUDevice checks one GPU device ID of ResourceLimits.GPUDevices:
+// an index, a UUID or a MIG device, at most 128 bytes, no separators.
+// The runtime's keywords ("all", "none", "void") are not devices.
+func CheckGPUDevice(id string) error {
+	switch {
+	case !gpuDeviceRe().MatchString(id):
+		return fmt.Errorf("GPU device %q: want an index or a UUID (letters, digits, ':', '.', '_', '/', '-'; at most 128 bytes)", id)
+	case strings.EqualFold(id, "all") || strings.EqualFold(id, "none") || strings.EqualFold(id, "void"):
+		return fmt.Errorf("GPU device %q: a keyword of the GPU runtime, not a device", id)
 	}
 	return nil
 }

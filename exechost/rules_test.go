@@ -28,6 +28,19 @@ func TestChoosesCode(t *testing.T) {
 	}
 }
 
+func TestChoosesDevices(t *testing.T) {
+	for _, n := range []string{"NVIDIA_VISIBLE_DEVICES", "nvidia_visible_devices", "NVIDIA_DRIVER_CAPABILITIES", "NVIDIA_MIG_CONFIG_DEVICES",
+		"NVIDIA_REQUIRE_CUDA", "NVIDIA_DISABLE_REQUIRE", "AMD_VISIBLE_DEVICES"} {
+		require.True(t, ChoosesDevices(n), n)
+		require.ErrorContains(t, CheckEnvName(n, false), "host devices", n)
+		require.ErrorContains(t, CheckEnvName(n, true), "host devices", "as a secret too: %s", n)
+	}
+	for _, n := range []string{"CUDA_VISIBLE_DEVICES", "AGENTFLOW_GPU_DEVICES", "NVIDIA", "MY_NVIDIA_MODEL", "AMD_DEVICE"} {
+		require.False(t, ChoosesDevices(n), n)
+		require.NoError(t, CheckEnvName(n, false), n)
+	}
+}
+
 func TestCheckPinnedImage(t *testing.T) {
 	hex := strings.Repeat("ab", 32)
 	tests := []struct {

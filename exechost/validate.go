@@ -117,6 +117,21 @@ func (v Validator) checkResources(ps *problems, r ResourceLimits) {
 	case max.GPUs > 0 && (r.GPUs == -1 || r.GPUs > max.GPUs):
 		ps.add("resources.gpu", "%d above maximum %d", r.GPUs, max.GPUs)
 	}
+	if len(r.GPUDevices) == 0 {
+		return
+	}
+	if len(r.GPUDevices) != r.GPUs {
+		ps.add("resources.gpu_devices", "%d devices for gpu %d: want exactly gpu devices", len(r.GPUDevices), r.GPUs)
+	}
+	seen := map[string]bool{}
+	for i, d := range r.GPUDevices {
+		if err := CheckGPUDevice(d); err != nil {
+			ps.add(fmt.Sprintf("resources.gpu_devices[%d]", i), "%v", err)
+		} else if seen[d] {
+			ps.add(fmt.Sprintf("resources.gpu_devices[%d]", i), "device %s listed twice", d)
+		}
+		seen[d] = true
+	}
 }
 
 // checkEnv validates names and values. Secrets may (must) look secret and

@@ -4,19 +4,28 @@ package tests
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/events"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 
+	"github.com/agentflow/agentflow/activities"
 	"github.com/agentflow/agentflow/workflows"
 )
 
@@ -177,4 +186,122 @@ func (e *engineEnv) activitySpans(t *testing.T, id, runID string, keep func(*his
 		spans = append(spans, s)
 	}
 	return spans
+}
+
+// TestGPUDevicePinning: a worker with two GPUs (--gpus 2; --gpu-policy
+// ignore, as this machine has none, so the devices are held and recorded
+// but not attached) runs two one-GPU steps at once, each on its own
+// device, and a two-GPU step only once neither holds a device: the
+// daemon's own record of each sandbox's start and death, with the devices
+// it was labelled with, shows no device shared at any moment. The two-GPU
+// step is scheduled when the first one-GPU step ends, while the second
+// still runs, so it has to wait for that device; its tool sees both
+// devices in AGENTFLOW_GPU_DEVICES.
+func TestGPUDevicePinning(t *testing.T) {
+	e := startEngine(t)
+	queue, _ := e.startWorkerProcess(t, "gpu2", "--gpus", "2", "--gpu-policy", "ignore")
+	a := e.step("train_a", "testtool", map[string]any{"mode": "sleep", "seconds": 2})
+	b := e.step("train_b", "testtool", map[string]any{"mode": "sleep", "seconds": 5})
+	both := e.step("train_both", "testtool", map[string]any{"mode": "echoenv",
+		"names": []any{activities.EnvGPUDevices, activities.EnvGPUIgnored}}, "train_a")
+	a.Resources.GPUs, b.Resources.GPUs, both.Resources.GPUs = 1, 1, 2
+
+	id := "e2e-gpu-pin-" + strings.ReplaceAll(time.Now().Format("150405.000"), ".", "")
+	since := time.Now().Add(-time.Second)
+	run := e.startOn(t, queue, id, plan("e2e-gpu-pin", a, b, both), nil)
+	res, err := e.wait(t, run)
+	require.NoError(t, err)
+	require.Equal(t, workflows.RunSucceeded, res.Status)
+
+	values, _ := stepRecord(t, e.status(t, id), "train_both").Output["values"].(map[string]any)
+	require.Equal(t, "0,1", values[activities.EnvGPUDevices], "the two-GPU step's tool sees both devices")
+	require.Equal(t, "1", values[activities.EnvGPUIgnored])
+
+	lives := e.sandboxLives(t, id, since)
+	require.Len(t, lives, 3, "one sandbox per step: %v", lives)
+	la, lb, lc := lives["train_a"], lives["train_b"], lives["train_both"]
+	require.NotNil(t, la)
+	require.NotNil(t, lb)
+	require.NotNil(t, lc)
+	t.Logf("sandboxes: train_a %s, train_b %s, train_both %s", la, lb, lc)
+	require.ElementsMatch(t, []string{"0", "1"}, []string{la.devices, lb.devices},
+		"the one-GPU steps hold different devices")
+	require.Equal(t, "0,1", lc.devices)
+	require.True(t, la.overlaps(lb), "the one-GPU steps ran at once: %s and %s", la, lb)
+	require.False(t, lc.overlaps(la), "the two-GPU step overlapped train_a: %s and %s", lc, la)
+	require.False(t, lc.overlaps(lb), "the two-GPU step overlapped train_b: %s and %s", lc, lb)
+
+	// Temporal's view agrees for the pair: the two attempts taken first
+	// (the one-GPU steps; the two-GPU step is scheduled after train_a
+	// completed) were both taken before either completed.
+	spans := e.activitySpans(t, id, run.GetRunID(), func(a *historypb.ActivityTaskScheduledEventAttributes) bool {
+		return a.GetTaskQueue().GetName() == workflows.GPUTaskQueue(queue)
+	})
+	require.Len(t, spans, 3)
+	slices.SortFunc(spans, func(x, y *activitySpan) int { return x.started.Compare(y.started) })
+	require.True(t, spans[1].started.Before(spans[0].closed), "the one-GPU steps were not taken at once")
+	e.requireNoContainers(t, id)
+}
+
+// sandboxLife is one sandbox as the Docker daemon recorded it: when its
+// container started and died, and the GPU devices it was labelled with.
+type sandboxLife struct {
+	devices       string
+	started, died time.Time
+}
+
+func (l *sandboxLife) overlaps(o *sandboxLife) bool {
+	return l.started.Before(o.died) && o.started.Before(l.died)
+}
+
+func (l *sandboxLife) String() string {
+	return fmt.Sprintf("[%s %s–%s]", l.devices, l.started.Format("15:04:05.000"), l.died.Format("15:04:05.000"))
+}
+
+// sandboxLives reads the daemon's start and die events of the agent's
+// sandboxes since then, by step ID; each sandbox must have both.
+func (e *engineEnv) sandboxLives(t *testing.T, agentID string, since time.Time) map[string]*sandboxLife {
+	t.Helper()
+	f := filters.NewArgs(filters.Arg("type", string(events.ContainerEventType)),
+		filters.Arg("label", activities.LabelAgentID+"="+agentID),
+		filters.Arg("event", string(events.ActionStart)), filters.Arg("event", string(events.ActionDie)))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	msgs, errs := e.docker.Events(ctx, events.ListOptions{
+		Since:   strconv.FormatInt(since.Unix(), 10),
+		Until:   strconv.FormatInt(time.Now().Add(time.Second).Unix(), 10),
+		Filters: f,
+	})
+	lives := map[string]*sandboxLife{}
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				msgs = nil
+				continue
+			}
+			step := m.Actor.Attributes[activities.LabelStepID]
+			l := lives[step]
+			if l == nil {
+				l = &sandboxLife{devices: m.Actor.Attributes[activities.LabelGPUDevices]}
+				lives[step] = l
+			}
+			at := time.Unix(0, m.TimeNano)
+			switch m.Action {
+			case events.ActionStart:
+				require.True(t, l.started.IsZero(), "step %s: two sandboxes started", step)
+				l.started = at
+			case events.ActionDie:
+				l.died = at
+			}
+		case err := <-errs:
+			if err != nil && !errors.Is(err, io.EOF) {
+				require.NoError(t, err)
+			}
+			for step, l := range lives {
+				require.False(t, l.started.IsZero() || l.died.IsZero(), "step %s: no start or no death recorded", step)
+			}
+			return lives
+		}
+	}
 }

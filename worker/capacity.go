@@ -20,10 +20,11 @@ const (
 	// A zero budget is no budget: only --max-concurrent-steps bounds steps.
 )
 
-// capacityPool is the worker's CPU and memory budget over slots steps
-// (internal/capacity), nil when neither budget is set.
-func capacityPool(cfg Config, slots int) (*capacity.Pool, error) {
-	if cfg.CPUBudget == 0 && cfg.MemoryBudget == 0 {
+// capacityPool is the worker's CPU and memory budget over slots steps and
+// its GPU devices (internal/capacity), nil when neither budget is set and
+// there are no devices to pin.
+func capacityPool(cfg Config, slots int, devices []string) (*capacity.Pool, error) {
+	if cfg.CPUBudget == 0 && cfg.MemoryBudget == 0 && len(devices) == 0 {
 		return nil, nil
 	}
 	b := capacity.Size{NanoCPUs: cfg.CPUBudget, MemoryBytes: cfg.MemoryBudget}
@@ -43,7 +44,7 @@ func capacityPool(cfg Config, slots int) (*capacity.Pool, error) {
 	if b.MemoryBytes == 0 {
 		b.MemoryBytes = capacity.Unbounded
 	}
-	return capacity.New(b, slots)
+	return capacity.New(b, slots, devices)
 }
 
 // hostMemory reads MemTotal from a /proc/meminfo file.

@@ -86,10 +86,17 @@ func newDockerBackend(ctx context.Context, cfg Config, store *checkpoint.Sealed,
 		_ = closeAll()
 		return nil, err
 	}
-	gpu, err := hasGPURuntime(ctx, dc)
+	// GPUs are attached by the sandbox's device request (DeviceIDs), which
+	// needs no NVIDIA runtime for the container itself.
+	gpu, gpuDefault, err := hasGPURuntime(ctx, dc)
 	if err != nil {
 		_ = closeAll()
 		return nil, err
+	}
+	if gpuDefault && cfg.Runtime == "" || strings.Contains(strings.ToLower(cfg.Runtime), "nvidia") {
+		cfg.Logger.Warn("the Docker daemon's default runtime is nvidia: it attaches the GPUs a container's environment names, " +
+			"so a sandbox whose image sets NVIDIA_VISIBLE_DEVICES (CUDA images set it to all) gets GPUs outside this worker's pinning; " +
+			"keep runc the default (nvidia-ctk runtime configure without --set-as-default) and the worker's --runtime other than nvidia")
 	}
 	return &Backend{
 		GPU:    gpu,
@@ -173,17 +180,24 @@ func checkpointStore(cfg Config, objects objstore.Store, keys *checkpoint.Keyrin
 // are treated as on a GPU-less host (see the gpu policy). Probing by
 // starting a GPU container would be exact but costs a container per worker
 // start and needs an image with nvidia-smi, which is not ours to pull.
-func hasGPURuntime(ctx context.Context, dc *dockerclient.Client) (bool, error) {
+// isDefault reports that it is the daemon's default runtime, which
+// sandboxes then run under unless --runtime names another.
+func hasGPURuntime(ctx context.Context, dc *dockerclient.Client) (runtime, isDefault bool, err error) {
 	info, err := dc.Info(ctx)
 	if err != nil {
-		return false, fmt.Errorf("docker info: %w", err)
+		return false, false, fmt.Errorf("docker info: %w", err)
 	}
-	return gpuRuntime(info), nil
+	return gpuRuntime(info), gpuDefaultRuntime(info), nil
+}
+
+// gpuDefaultRuntime: the daemon's default runtime is NVIDIA's.
+func gpuDefaultRuntime(info system.Info) bool {
+	return strings.Contains(strings.ToLower(info.DefaultRuntime), "nvidia")
 }
 
 // gpuRuntime is the pure part of hasGPURuntime.
 func gpuRuntime(info system.Info) bool {
-	if strings.Contains(strings.ToLower(info.DefaultRuntime), "nvidia") {
+	if gpuDefaultRuntime(info) {
 		return true
 	}
 	for name, rt := range info.Runtimes {

@@ -31,6 +31,7 @@ func TestGPURuntime(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, gpuRuntime(tc.info))
+			require.Equal(t, tc.info.DefaultRuntime == "nvidia", gpuDefaultRuntime(tc.info), "the default runtime is nvidia")
 		})
 	}
 }

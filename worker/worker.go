@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -121,8 +122,14 @@ type Config struct {
 	GPUPolicy activities.GPUPolicy
 	// GPUs: how many GPU steps this worker runs at once from the GPU task
 	// queue (workflows.GPUTaskQueue): GPUsAuto (0, the default) decides
-	// from the host (gpuSlots), GPUsNone never polls that queue.
+	// from the host (gpuServe), GPUsNone never polls that queue, N > 0
+	// serves devices 0..N-1. Each GPU step's sandbox is pinned to its own
+	// devices of the worker's (internal/capacity).
 	GPUs int
+	// GPUDevices, when set, are the worker's GPU devices by ID (worker
+	// --gpus device=ID,…): instead of GPUs, e.g. to split a host's GPUs
+	// between workers.
+	GPUDevices []string
 	// CPUBudget (nano CPUs) and MemoryBudget (bytes) bound what the
 	// sandboxes of running steps may use together, by their declared
 	// resources (internal/capacity); BudgetAuto detects the host's; zero
@@ -357,16 +364,18 @@ func Run(ctx context.Context, cfg Config) error {
 	// local log directory), streamed while tools run.
 	logs := logstore.New(stores.Logs, logstore.Options{Logger: log})
 	// GPU steps wait on their own queue for a worker with a free GPU: this
-	// one polls it with one activity slot per GPU, so a second GPU step
-	// waits in Temporal (pending) while the first holds the device.
-	gpus, err := gpuSlots(cfg.GPUs, backend.GPU, gpuPolicy, cfg.MaxConcurrentSteps, countNVIDIAGPUs)
+	// one polls it with one activity slot per GPU, and only while one of
+	// its devices is free, so a GPU step waits in Temporal (pending) while
+	// the devices are held; each step's sandbox gets its own devices.
+	gs, err := gpuServe(cfg.GPUs, cfg.GPUDevices, backend.GPU, gpuPolicy, cfg.MaxConcurrentSteps, listNVIDIAGPUs)
 	switch {
-	case err != nil && gpus == 0:
+	case err != nil && gs.slots == 0:
 		return err
 	case err != nil:
-		log.Warn("GPU runtime present but the GPUs could not be counted: running one GPU step at a time", "error", err)
+		log.Warn("GPU runtime present but the GPUs could not be listed: running one GPU step at a time, devices not pinned", "error", err)
 	}
-	pool, err := capacityPool(cfg, cfg.MaxConcurrentSteps+gpus)
+	gpus := gs.slots
+	pool, err := capacityPool(cfg, cfg.MaxConcurrentSteps+gpus, gs.devices)
 	if err != nil {
 		return err
 	}
@@ -403,20 +412,24 @@ func Run(ctx context.Context, cfg Config) error {
 		log.Info("sandbox host has no GPU runtime; steps that request GPUs follow the gpu policy", "gpu_policy", string(gpuPolicy))
 	}
 
-	// With a CPU/memory budget, both queues' slots come from one pool, and
-	// each step charges its declared size before its sandbox starts.
+	// With a CPU/memory budget or GPU devices, both queues' slots come
+	// from one pool, and each step charges its declared size (and takes
+	// its devices) before its sandbox starts.
 	if pool != nil {
 		log.Info("capacity budget", "budget", pool.Budget().String(), "free_to_poll", pool.Share().String())
 	}
-	sdkOptions := func(slots int) (sdkworker.Options, error) {
+	sdkOptions := func(slots int, gpu bool) (sdkworker.Options, error) {
 		o := TemporalOptions(slots, cfg.StopTimeout)
-		if pool == nil {
+		switch {
+		case pool == nil:
 			return o, nil
+		case gpu:
+			return withSlotSupplier(o, pool.GPUSupplier(slots))
 		}
 		return withSlotSupplier(o, pool.Supplier(slots))
 	}
 
-	wopts, err := sdkOptions(cfg.MaxConcurrentSteps)
+	wopts, err := sdkOptions(cfg.MaxConcurrentSteps, false)
 	if err != nil {
 		return err
 	}
@@ -430,14 +443,15 @@ func Run(ctx context.Context, cfg Config) error {
 	workers := []sdkworker.Worker{w}
 	if gpus > 0 {
 		gq := workflows.GPUTaskQueue(cfg.TaskQueue)
-		gopts, err := sdkOptions(gpus)
+		gopts, err := sdkOptions(gpus, true)
 		if err != nil {
 			return err
 		}
 		gw := sdkworker.New(c, gq, gopts)
 		gw.RegisterActivity(acts)
 		workers = append(workers, gw)
-		log.Info("serving GPU steps", "task_queue", gq, "gpu_steps_at_once", gpus, "gpu_runtime", backend.GPU)
+		log.Info("serving GPU steps", "task_queue", gq, "gpu_steps_at_once", gpus, "gpu_runtime", backend.GPU,
+			"gpu_devices", strings.Join(gs.devices, ","), "pinned", len(gs.devices) > 0)
 	}
 
 	// Reap what a previous worker on this machine left behind before taking

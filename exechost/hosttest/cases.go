@@ -121,6 +121,10 @@ func (s *suite) provisionPolicy(t *testing.T) {
 		{"runtime injector env", func(r *exechost.ProvisionRequest) {
 			r.Env = map[string]string{"NODE_OPTIONS": "--require /workspace/x.js"}
 		}},
+		{"GPU device env", func(r *exechost.ProvisionRequest) { r.Env = map[string]string{"NVIDIA_VISIBLE_DEVICES": "all"} }},
+		{"GPU device list smuggled in an ID", func(r *exechost.ProvisionRequest) {
+			r.Resources.GPUs, r.Resources.GPUDevices = 1, []string{"0,1"}
+		}},
 		{"credential-shaped env value", func(r *exechost.ProvisionRequest) {
 			r.Env = map[string]string{"T0KEN": "ghp_" + strings.Repeat("a", 36)}
 		}},

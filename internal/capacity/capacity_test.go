@@ -16,7 +16,7 @@ const (
 
 func pool(t *testing.T, cpus int64, slots int) *Pool {
 	t.Helper()
-	p, err := New(Size{NanoCPUs: cpus * cpu, MemoryBytes: cpus * 1024 * mib}, slots)
+	p, err := New(Size{NanoCPUs: cpus * cpu, MemoryBytes: cpus * 1024 * mib}, slots, nil)
 	require.NoError(t, err)
 	return p
 }
@@ -45,9 +45,9 @@ func stillRunning(t *testing.T, done <-chan struct{}, what string) {
 func TestNew(t *testing.T) {
 	p := pool(t, 2, 4)
 	require.Equal(t, cpus(0.5), p.Share())
-	_, err := New(Size{NanoCPUs: 1, MemoryBytes: 1}, 4)
+	_, err := New(Size{NanoCPUs: 1, MemoryBytes: 1}, 4, nil)
 	require.ErrorContains(t, err, "too small")
-	_, err = New(cpus(1), 0)
+	_, err = New(cpus(1), 0, nil)
 	require.Error(t, err)
 }
 
@@ -63,7 +63,7 @@ func TestSuppliersBoundSlotsAndStopPollingWhenFull(t *testing.T) {
 
 	// Slots hold no budget; running steps do. With 1.75 CPUs charged,
 	// less than a share (0.5) is free: no slot until a step ends.
-	release, err := p.Charge(t.Context(), cpus(1.75))
+	l, err := p.Charge(t.Context(), cpus(1.75))
 	require.NoError(t, err)
 	require.Nil(t, gpu.TryReserveSlot(nil), "full: no more polling")
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
@@ -75,7 +75,7 @@ func TestSuppliersBoundSlotsAndStopPollingWhenFull(t *testing.T) {
 		require.NoError(t, err)
 	})
 	stillRunning(t, done, "a slot was handed out with no room")
-	release()
+	l.Release()
 	<-done
 }
 
@@ -86,7 +86,7 @@ func TestAStepWaitsForRoomAndHoldsBackNewSlots(t *testing.T) {
 	require.NoError(t, err)
 	r2, err := p.Charge(t.Context(), cpus(0.5))
 	require.NoError(t, err)
-	var r3 func()
+	var r3 Lease
 	done := returns(func() {
 		var err error
 		r3, err = p.Charge(t.Context(), cpus(1))
@@ -94,12 +94,12 @@ func TestAStepWaitsForRoomAndHoldsBackNewSlots(t *testing.T) {
 	})
 	stillRunning(t, done, "a 1-CPU step started with 0.5 CPU free")
 	require.Nil(t, s.TryReserveSlot(nil), "no new slot while a step waits for room, though a share is free")
-	r2()
+	r2.Release()
 	<-done
 	require.Equal(t, cpus(2), p.InUse())
-	r1()
-	r3()
-	r3() // twice is once
+	r1.Release()
+	r3.Release()
+	r3.Release() // twice is once
 	require.Equal(t, Size{}, p.InUse())
 	require.NotNil(t, s.TryReserveSlot(nil))
 }
@@ -111,7 +111,7 @@ func TestWholeBudgetStepsRunOneAtATime(t *testing.T) {
 	var mu sync.Mutex
 	running, peak := 0, 0
 	step := func() {
-		release, err := p.Charge(t.Context(), cpus(2))
+		l, err := p.Charge(t.Context(), cpus(2))
 		require.NoError(t, err)
 		mu.Lock()
 		running++
@@ -121,7 +121,7 @@ func TestWholeBudgetStepsRunOneAtATime(t *testing.T) {
 		mu.Lock()
 		running--
 		mu.Unlock()
-		release()
+		l.Release()
 	}
 	var all []<-chan struct{}
 	for range 3 {
@@ -146,13 +146,13 @@ func TestTooLargeAndCanceled(t *testing.T) {
 	require.ErrorAs(t, err, &tl)
 	require.Contains(t, err.Error(), "3.00 CPU")
 
-	release, err := p.Charge(t.Context(), cpus(2))
+	l, err := p.Charge(t.Context(), cpus(2))
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	_, err = p.Charge(ctx, cpus(1))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	release()
+	l.Release()
 	require.Equal(t, Size{}, p.InUse())
 	require.NotNil(t, s.TryReserveSlot(nil), "a canceled wait no longer holds back new slots")
 }

@@ -157,6 +157,8 @@ func (v *validator) checkStep(i int, inputs, secrets map[string]bool, edges map[
 			v.errKey(kp, "invalid env name %q: want letters, digits and '_', not starting with a digit", k)
 		case exechost.ChoosesCode(k):
 			v.errKey(kp, "env %q chooses which code runs (dynamic loader, PATH, shell start-up or runtime injection) and is refused; configure the tool through its inputs", k)
+		case exechost.ChoosesDevices(k):
+			v.errKey(kp, "env %q chooses which host devices the GPU runtime attaches and is refused; request GPUs with resources.gpu", k)
 		}
 		t := v.checkTemplate(kp, st.Env[k], useEnv, i, inputs, secrets, ctx)
 		if t == nil {

@@ -67,6 +67,9 @@ func TestSpecAndPolicyAgreeOnEnvNames(t *testing.T) {
 		{"PYTHONPATH", true}, {"PYTHONSTARTUP", true}, {"NODE_OPTIONS", true}, {"PERL5OPT", true},
 		{"RUBYOPT", true}, {"JAVA_TOOL_OPTIONS", true}, {"GIT_SSH_COMMAND", true}, {"GIT_CONFIG_GLOBAL", true},
 		{"BASH_FUNC_x%%", true}, {"GCONV_PATH", true},
+		// Names that choose which host devices a GPU runtime attaches.
+		{"NVIDIA_VISIBLE_DEVICES", true}, {"nvidia_driver_capabilities", true}, {"NVIDIA_MIG_CONFIG_DEVICES", true},
+		{"AMD_VISIBLE_DEVICES", true}, {"CUDA_VISIBLE_DEVICES", false},
 		// Syntax.
 		{"1BAD", true}, {"A=B", true}, {"A B", true}, {"", true}, {"Ä", true},
 		// Harmless.

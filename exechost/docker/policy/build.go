@@ -132,7 +132,7 @@ func (p *Policy) Build(req exechost.ProvisionRequest, meta Meta) Spec {
 		},
 	}
 	if r.GPUs != 0 {
-		hc.Resources.DeviceRequests = []container.DeviceRequest{GPURequest(p.cfg.GPUDriver, r.GPUs)}
+		hc.Resources.DeviceRequests = []container.DeviceRequest{GPURequest(p.cfg.GPUDriver, r)}
 	}
 	return Spec{
 		Name:       ContainerName(req.ExecutionID),
@@ -142,14 +142,19 @@ func (p *Policy) Build(req exechost.ProvisionRequest, meta Meta) Spec {
 	}
 }
 
-// GPURequest maps a GPU count (-1 = all) to a Docker device request, the
-// equivalent of `docker run --gpus N`.
-func GPURequest(driver string, n int) container.DeviceRequest {
-	return container.DeviceRequest{
-		Driver:       driver,
-		Count:        n,
-		Capabilities: [][]string{{"gpu"}},
+// GPURequest is the sandbox's Docker device request for r's GPUs: exactly
+// r.GPUDevices when set (`docker run --gpus '"device=ID,…"'`), else a
+// count (-1 = all; `--gpus N`). Docker turns a count N into devices 0..N-1,
+// whatever else runs there, so a caller that runs GPU sandboxes side by
+// side pins them; the daemon refuses a request with both a count and IDs.
+func GPURequest(driver string, r exechost.ResourceLimits) container.DeviceRequest {
+	req := container.DeviceRequest{Driver: driver, Capabilities: [][]string{{"gpu"}}}
+	if len(r.GPUDevices) > 0 {
+		req.DeviceIDs = append([]string(nil), r.GPUDevices...)
+	} else {
+		req.Count = r.GPUs
 	}
+	return req
 }
 
 // ExecEnv is the environment of one exec: plain env then secrets, sorted

@@ -201,23 +201,71 @@ func TestBuild(t *testing.T) {
 }
 
 func TestGPURequest(t *testing.T) {
+	gpu := [][]string{{"gpu"}}
 	tests := []struct {
-		gpus int
-		want container.DeviceRequest
+		name    string
+		gpus    int
+		devices []string
+		want    container.DeviceRequest
 	}{
-		{gpus: 1, want: container.DeviceRequest{Count: 1, Capabilities: [][]string{{"gpu"}}}},
-		{gpus: 4, want: container.DeviceRequest{Count: 4, Capabilities: [][]string{{"gpu"}}}},
-		{gpus: -1, want: container.DeviceRequest{Count: -1, Capabilities: [][]string{{"gpu"}}}},
+		{name: "count", gpus: 1, want: container.DeviceRequest{Count: 1, Capabilities: gpu}},
+		{name: "count 4", gpus: 4, want: container.DeviceRequest{Count: 4, Capabilities: gpu}},
+		{name: "all", gpus: -1, want: container.DeviceRequest{Count: -1, Capabilities: gpu}},
+		// Pinned: the IDs and no count (Docker refuses both at once).
+		{name: "pinned index", gpus: 1, devices: []string{"1"}, want: container.DeviceRequest{DeviceIDs: []string{"1"}, Capabilities: gpu}},
+		{name: "pinned pair", gpus: 2, devices: []string{"2", "3"}, want: container.DeviceRequest{DeviceIDs: []string{"2", "3"}, Capabilities: gpu}},
+		{name: "pinned UUID", gpus: 1, devices: []string{"GPU-8d3b6a7e-1f2c-4c1d-9a0b-5e6f7a8b9c0d"},
+			want: container.DeviceRequest{DeviceIDs: []string{"GPU-8d3b6a7e-1f2c-4c1d-9a0b-5e6f7a8b9c0d"}, Capabilities: gpu}},
+		{name: "pinned MIG", gpus: 1, devices: []string{"0:1"}, want: container.DeviceRequest{DeviceIDs: []string{"0:1"}, Capabilities: gpu}},
 	}
 	p := newPolicy(t, Config{})
 	for _, tt := range tests {
-		req := validRequest()
-		req.Resources.GPUs = tt.gpus
-		require.NoError(t, p.ValidateProvision(req))
-		hc := p.Build(req, Meta{ImageID: testImageID}).HostConfig
-		require.Equal(t, []container.DeviceRequest{tt.want}, hc.DeviceRequests)
+		t.Run(tt.name, func(t *testing.T) {
+			req := validRequest()
+			req.Resources.GPUs, req.Resources.GPUDevices = tt.gpus, tt.devices
+			require.NoError(t, p.ValidateProvision(req))
+			hc := p.Build(req, Meta{ImageID: testImageID}).HostConfig
+			require.Equal(t, []container.DeviceRequest{tt.want}, hc.DeviceRequests)
+		})
 	}
-	require.Equal(t, "nvidia", GPURequest("nvidia", 1).Driver)
+	require.Equal(t, "nvidia", GPURequest("nvidia", exechost.ResourceLimits{GPUs: 1}).Driver)
+	require.Empty(t, p.Build(validRequest(), Meta{ImageID: testImageID}).HostConfig.DeviceRequests, "no GPU, no device request")
+}
+
+func TestValidateGPUDevices(t *testing.T) {
+	tests := []struct {
+		name    string
+		gpus    int
+		devices []string
+		fields  []string
+	}{
+		{name: "as many as gpu", gpus: 2, devices: []string{"0", "GPU-1a2b"}},
+		{name: "fewer than gpu", gpus: 2, devices: []string{"0"}, fields: []string{"resources.gpu_devices"}},
+		{name: "with gpu all", gpus: -1, devices: []string{"0"}, fields: []string{"resources.gpu_devices"}},
+		{name: "without gpu", gpus: 0, devices: []string{"0"}, fields: []string{"resources.gpu_devices"}},
+		// A ',' would hand the runtime a second device.
+		{name: "a list in one ID", gpus: 1, devices: []string{"0,1"}, fields: []string{"resources.gpu_devices[0]"}},
+		{name: "a runtime keyword", gpus: 2, devices: []string{"all", "Void"}, fields: []string{"resources.gpu_devices[0]", "resources.gpu_devices[1]"}},
+		{name: "empty ID", gpus: 1, devices: []string{""}, fields: []string{"resources.gpu_devices[0]"}},
+		{name: "space", gpus: 1, devices: []string{"0 1"}, fields: []string{"resources.gpu_devices[0]"}},
+		{name: "option-like", gpus: 1, devices: []string{"-1"}, fields: []string{"resources.gpu_devices[0]"}},
+		{name: "twice", gpus: 2, devices: []string{"1", "1"}, fields: []string{"resources.gpu_devices[1]"}},
+		{name: "too long", gpus: 1, devices: []string{strings.Repeat("a", 129)}, fields: []string{"resources.gpu_devices[0]"}},
+	}
+	p := newPolicy(t, Config{})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := validRequest()
+			req.Resources.GPUs, req.Resources.GPUDevices = tt.gpus, tt.devices
+			err := p.ValidateProvision(req)
+			if len(tt.fields) == 0 {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, exechost.ErrPolicy)
+			require.ElementsMatch(t, tt.fields, policyFields(err))
+		})
+	}
 }
 
 func TestExecEnvKeepsSecretsOutOfContainerConfig(t *testing.T) {

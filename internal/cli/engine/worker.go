@@ -104,7 +104,7 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.MemoryBudget, "memory-budget", "",
 		`memory the sandboxes of running steps may use together, by each step's resources.memory: a size ("16Gi") or auto (the host's MemTotal) ("": no budget)`)
 	fl.StringVar(&f.GPUs, "gpus", "auto",
-		"GPU steps this worker runs at once from the GPU task queue (<task-queue>-gpu): N, 0 (never poll it) or auto (the host's GPUs with an nvidia runtime; with --gpu-policy ignore and no runtime, like other steps; else 0)")
+		"the GPUs this worker serves GPU steps (task queue <task-queue>-gpu) on, each step pinned to its own devices: N (devices 0..N-1), device=ID[,ID...] (indexes or UUIDs), 0 (never poll that queue) or auto (the host's GPUs with an nvidia runtime, by nvidia-smi -L; with --gpu-policy ignore and no runtime, --max-concurrent-steps of them, unpinned; else 0)")
 	fl.StringArrayVar(&f.GitRoots, "git-root", nil,
 		"directory git workspaces may be imported from (repeatable; absolute, no symlinks); none: git import is refused")
 	fl.StringVar(&f.Preflight, "preflight", string(worker.PreflightEnforce),
@@ -163,7 +163,7 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 	if err != nil {
 		return worker.Config{}, usageErr("--gpu-policy: %v", err)
 	}
-	gpus, err := parseGPUs(f.GPUs)
+	gpus, gpuDevices, err := parseGPUs(f.GPUs)
 	if err != nil {
 		return worker.Config{}, err
 	}
@@ -246,6 +246,7 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 		SandboxLabels:               labels,
 		GPUPolicy:                   gpuPolicy,
 		GPUs:                        gpus,
+		GPUDevices:                  gpuDevices,
 		CPUBudget:                   cpuBudget,
 		MemoryBudget:                memBudget,
 		GitRoots:                    f.GitRoots,
@@ -261,19 +262,37 @@ func (f *workerFlags) config(opts *Options, errOut io.Writer) (worker.Config, er
 	}, nil
 }
 
-// parseGPUs maps --gpus to worker.Config.GPUs.
-func parseGPUs(s string) (int, error) {
-	switch strings.TrimSpace(s) {
+// parseGPUs maps --gpus to worker.Config.GPUs and GPUDevices.
+func parseGPUs(s string) (int, []string, error) {
+	s = strings.TrimSpace(s)
+	switch s {
 	case "auto", "":
-		return worker.GPUsAuto, nil
+		return worker.GPUsAuto, nil, nil
 	case "0":
-		return worker.GPUsNone, nil
+		return worker.GPUsNone, nil, nil
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if list, ok := strings.CutPrefix(s, "device="); ok {
+		ids := strings.Split(list, ",")
+		seen := map[string]bool{}
+		for _, id := range ids {
+			if err := exechost.CheckGPUDevice(id); err != nil {
+				return 0, nil, usageErr("--gpus %q: %v", s, err)
+			}
+			if seen[id] {
+				return 0, nil, usageErr("--gpus %q: device %s listed twice", s, id)
+			}
+			seen[id] = true
+		}
+		if len(ids) > maxGPUs {
+			return 0, nil, usageErr("--gpus %q: more than %d devices", s, maxGPUs)
+		}
+		return len(ids), ids, nil
+	}
+	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 || n > maxGPUs {
-		return 0, usageErr("--gpus %q: want auto, 0 or a count up to %d", s, maxGPUs)
+		return 0, nil, usageErr("--gpus %q: want auto, 0, a count up to %d or device=ID[,ID...]", s, maxGPUs)
 	}
-	return n, nil
+	return n, nil, nil
 }
 
 // parseBudget maps --cpu-budget / --memory-budget: "" none, auto, or a

@@ -137,12 +137,18 @@ func TestWorkerFlagsGPUsAndBudget(t *testing.T) {
 		name     string
 		args     []string
 		gpus     int
+		devices  []string
 		cpu, mem int64
 		err      string
 	}{
 		{name: "defaults", gpus: worker.GPUsAuto},
 		{name: "declared", args: []string{"--gpus", "2", "--cpu-budget", "1500m", "--memory-budget", "4Gi"}, gpus: 2, cpu: 1_500_000_000, mem: 4 << 30},
 		{name: "none and auto", args: []string{"--gpus", "0", "--cpu-budget", "auto", "--memory-budget", "auto"}, gpus: worker.GPUsNone, cpu: worker.BudgetAuto, mem: worker.BudgetAuto},
+		{name: "devices", args: []string{"--gpus", "device=1,GPU-3c4d"}, gpus: 2, devices: []string{"1", "GPU-3c4d"}},
+		{name: "one device", args: []string{"--gpus", "device=0"}, gpus: 1, devices: []string{"0"}},
+		{name: "device twice", args: []string{"--gpus", "device=1,1"}, err: "listed twice"},
+		{name: "no device", args: []string{"--gpus", "device="}, err: "GPU device"},
+		{name: "device keyword", args: []string{"--gpus", "device=all"}, err: "keyword"},
 		{name: "bad gpus", args: []string{"--gpus", "many"}, err: "--gpus"},
 		{name: "negative gpus", args: []string{"--gpus", "-1"}, err: "--gpus"},
 		{name: "bad cpu", args: []string{"--cpu-budget", "lots"}, err: "--cpu-budget"},
@@ -164,6 +170,7 @@ func TestWorkerFlagsGPUsAndBudget(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Equal(t, tc.gpus, cfg.GPUs)
+			require.Equal(t, tc.devices, cfg.GPUDevices)
 			require.Equal(t, tc.cpu, cfg.CPUBudget)
 			require.Equal(t, tc.mem, cfg.MemoryBudget)
 		})
