@@ -9,11 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -63,6 +65,7 @@ type Server struct {
 	cmd     *exec.Cmd
 	done    chan struct{}
 	waitErr error
+	tail    *tailBuffer // the end of the server's output
 }
 
 // FindBinary returns bin when set, else ./bin/temporal when it exists,
@@ -134,6 +137,12 @@ func (o *Options) setDefaults() {
 
 // Start launches the server and waits until its frontend answers a health
 // check. ctx bounds only the start; Stop ends the server.
+//
+// The server picks free ports of its own (history, matching, membership,
+// HTTP) and another process can take one before it binds it: a start that
+// ends with "address already in use" is tried again, up to startTries
+// times. A start that fails otherwise is not; its error ends with the last
+// lines the server wrote.
 func Start(ctx context.Context, o Options) (*Server, error) {
 	o.setDefaults()
 	if o.Headless && o.UICodecEndpoint != "" {
@@ -153,16 +162,31 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			return nil, fmt.Errorf("create directory for %s: %w", o.DBFile, err)
 		}
 	}
+	for try := 1; ; try++ {
+		s, err := start(ctx, bin, addr, o)
+		var exited *exitedError
+		if err == nil || !errors.As(err, &exited) || !exited.portTaken() || try == startTries || ctx.Err() != nil {
+			return s, err
+		}
+		slog.Warn("temporal dev server lost a port race at start; starting it again", "try", try, "error", err)
+	}
+}
+
+// startTries bounds the starts of one Start (port races only).
+const startTries = 3
+
+func start(ctx context.Context, bin, addr string, o Options) (*Server, error) {
+	tail := &tailBuffer{max: 4 << 10}
 	// Not exec.CommandContext: the server must outlive the start context
 	// and be stopped gracefully by Stop, not killed.
 	cmd := exec.Command(bin, Args(o)...)
-	cmd.Stdout = o.Stdout
-	cmd.Stderr = o.Stderr
+	cmd.Stdout = teeTo(o.Stdout, tail)
+	cmd.Stderr = teeTo(o.Stderr, tail)
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	s := &Server{Address: addr, cmd: cmd, done: make(chan struct{})}
+	s := &Server{Address: addr, cmd: cmd, done: make(chan struct{}), tail: tail}
 	if !o.Headless {
 		s.UIURL = fmt.Sprintf("http://%s:%d", o.IP, o.UIPort)
 	}
@@ -177,6 +201,27 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	return s, nil
 }
 
+// exitedError: the server process ended before its frontend answered.
+type exitedError struct {
+	err    error  // the process's exit
+	output string // the end of what it wrote
+}
+
+func (e *exitedError) Error() string {
+	msg := fmt.Sprintf("temporal dev server exited during start: %v", e.err)
+	if e.output != "" {
+		msg += "; its last output:\n" + e.output
+	}
+	return msg
+}
+
+func (e *exitedError) Unwrap() error { return e.err }
+
+// portTaken: the server could not bind a port it had chosen.
+func (e *exitedError) portTaken() bool {
+	return strings.Contains(e.output, "address already in use")
+}
+
 func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -184,7 +229,7 @@ func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 	for {
 		select {
 		case <-s.done:
-			return fmt.Errorf("temporal dev server exited during start: %v", s.waitErr)
+			return &exitedError{err: s.waitErr, output: strings.TrimSpace(s.tail.String())}
 		case <-ctx.Done():
 			return fmt.Errorf("temporal dev server at %s not ready: %w (last error: %v)", s.Address, ctx.Err(), lastErr)
 		default:
