@@ -18,6 +18,26 @@ import (
 	"github.com/agentflow/agentflow/webhook"
 )
 
+// RunEnded settles a run's end on the worker that runs its last workflow
+// task, as a local activity (changeInfraRetries v2): the run's metrics and
+// log line, and whether this worker has webhook targets of its own
+// (--webhook-url). The workflow schedules RunFinished only when there is
+// somewhere to deliver (those, or the spec's notify URLs), so a run
+// without webhooks ends without an activity task: three history events,
+// a workflow task and a matching round trip fewer per run (DECISIONS 244).
+// Best effort, like RunFinished: its failure never changes the run.
+func (a *Activities) RunEnded(ctx context.Context, ev RunEvent) (bool, error) {
+	a.recordRunEnd(ctx, ev)
+	return len(a.opts.WebhookURLs) > 0, nil
+}
+
+// recordRunEnd is a run's end in the worker's metrics and log.
+func (a *Activities) recordRunEnd(ctx context.Context, ev RunEvent) {
+	a.opts.Metrics.RunEnded(ev.Spec, ev.Status, time.Duration(ev.DurationMS)*time.Millisecond)
+	a.log.InfoContext(ctx, "run finished", "agent_id", ev.AgentID, "run_id", ev.RunID, "spec", ev.Spec,
+		"status", ev.Status, "duration_ms", ev.DurationMS)
+}
+
 // WebhookEvent is the JSON body POSTed to webhooks when a run ends.
 type WebhookEvent struct {
 	Event string `json:"event"` // always "run.finished"
@@ -38,12 +58,11 @@ type WebhookEvent struct {
 // agentflow_webhook_deliveries_total{result="error"}: the one place
 // delivery failures show in metrics (DECISIONS 205).
 func (a *Activities) RunFinished(ctx context.Context, ev RunEvent) error {
-	// Metrics once per run, not once per retry of a failed delivery.
-	if activity.GetInfo(ctx).Attempt <= 1 {
-		a.opts.Metrics.RunEnded(ev.Spec, ev.Status, time.Duration(ev.DurationMS)*time.Millisecond)
+	// Metrics once per run, not once per retry of a failed delivery, and
+	// not again when RunEnded counted the run.
+	if activity.GetInfo(ctx).Attempt <= 1 && !ev.MetricsRecorded {
+		a.recordRunEnd(ctx, ev)
 	}
-	a.log.InfoContext(ctx, "run finished", "agent_id", ev.AgentID, "run_id", ev.RunID, "spec", ev.Spec,
-		"status", ev.Status, "duration_ms", ev.DurationMS)
 
 	targets := dedupe(append(append([]string{}, ev.Webhooks...), a.opts.WebhookURLs...))
 	if len(targets) == 0 {
@@ -51,6 +70,7 @@ func (a *Activities) RunFinished(ctx context.Context, ev RunEvent) error {
 	}
 	body := WebhookEvent{Event: "run.finished", RunEvent: ev, FinishedAt: time.Now().UTC()}
 	body.Webhooks = nil // receivers need not learn each other's URLs
+	body.MetricsRecorded = false
 	payload, err := json.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("encode webhook event: %w", err)

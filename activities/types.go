@@ -95,4 +95,7 @@ type RunEvent struct {
 	DurationMS int64          `json:"duration_ms"`
 	Outputs    map[string]any `json:"outputs,omitempty"`
 	Webhooks   []string       `json:"webhooks,omitempty"` // spec-level notify URLs
+	// MetricsRecorded: RunEnded has already counted the run (then
+	// RunFinished only delivers). Never sent to a webhook.
+	MetricsRecorded bool `json:"metrics_recorded,omitempty"`
 }

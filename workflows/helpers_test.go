@@ -49,7 +49,11 @@ type harness struct {
 
 	mu       sync.Mutex
 	requests map[string][]activities.StepRequest // by step, one per attempt
-	finished []activities.RunEvent
+	finished []activities.RunEvent                // the run's end, as metrics saw it (RunEnded)
+	// delivered: RunFinished executions (webhook delivery); workerWebhooks
+	// is what the fake RunEnded says of the worker's own webhooks.
+	delivered      []activities.RunEvent
+	workerWebhooks bool
 }
 
 func newHarness(t *testing.T) *harness {
@@ -59,11 +63,18 @@ func newHarness(t *testing.T) *harness {
 	ts.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(t.Output(), nil))))
 	h := &harness{t: t, env: testenv.WorkflowEnv(&ts), requests: map[string][]activities.StepRequest{}}
 	h.env.RegisterWorkflowWithOptions(AgentWorkflow, workflow.RegisterOptions{Name: WorkflowName})
+	h.env.OnActivity(acts.RunEnded, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, ev activities.RunEvent) (bool, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.finished = append(h.finished, ev)
+			return h.workerWebhooks, nil
+		}).Maybe()
 	h.env.OnActivity(acts.RunFinished, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, ev activities.RunEvent) error {
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			h.finished = append(h.finished, ev)
+			h.delivered = append(h.delivered, ev)
 			return nil
 		}).Maybe()
 	return h

@@ -68,3 +68,20 @@ func TestReplayPinsInfraRetries(t *testing.T) {
 	err = r.ReplayWorkflowHistoryFromJSONFile(logger, f)
 	require.ErrorContains(t, err, "nondeterministic")
 }
+
+// TestReplayPinsRunEndedLocal: the run-end-local history (changeInfraRetries
+// v2, no webhooks) ends without RunFinished. A workflow that would deliver
+// (a notify URL) schedules it and must not replay.
+func TestReplayPinsRunEndedLocal(t *testing.T) {
+	f := filepath.Join("testdata", "histories", "run-end-local.json")
+	_, err := os.Stat(f)
+	require.NoError(t, err)
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, in Input) (*Result, error) {
+		in.Plan.Notify = []string{"https://hooks.example/agentflow"}
+		return AgentWorkflow(ctx, in)
+	}, workflow.RegisterOptions{Name: WorkflowName})
+	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError})))
+	err = r.ReplayWorkflowHistoryFromJSONFile(logger, f)
+	require.ErrorContains(t, err, "nondeterministic")
+}

@@ -104,6 +104,13 @@ var runFinishedOptions = workflow.ActivityOptions{
 	},
 }
 
+// runEndedOptions: the run's end metrics, once (a counter must not count
+// a retry), bounded well inside a workflow task.
+var runEndedOptions = workflow.LocalActivityOptions{
+	StartToCloseTimeout: 5 * time.Second,
+	RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+}
+
 // RenderError is a step's inputs or env whose templates failed to
 // evaluate; the step fails without running (retrying cannot help).
 type RenderError struct {

@@ -28,6 +28,13 @@ package workflows
 //	                        budget (attempts.go). DefaultVersion: one RunStep
 //	                        execution per step with Temporal's RetryPolicy
 //	                        counting every failure against `retries`.
+//	                    v2  v1, and the run's end is settled by a local
+//	                        activity (RunEnded: metrics, log, whether the
+//	                        worker has webhooks); RunFinished is scheduled
+//	                        only to deliver webhooks (v1: it always runs).
+//	                        Carried by this change ID, not a new one: a new
+//	                        GetVersion costs every run a marker and a search
+//	                        attribute upsert, events v2 exists to save.
 //
 // Both are read once, at workflow start, so a run takes one branch for its
 // whole life.
@@ -36,5 +43,9 @@ const (
 	changeSchedulerVersion = 1
 
 	changeInfraRetries        = "agentflow-infra-retries"
-	changeInfraRetriesVersion = 1
+	changeInfraRetriesVersion = 2
+
+	// The changeInfraRetries version of each behaviour it gates.
+	versionInfraRetries  = 1
+	versionRunEndedLocal = 2
 )

@@ -42,9 +42,12 @@ type runner struct {
 	done     workflow.Channel
 	running  int
 	canceled bool
-	// infraRetries: this run is on changeInfraRetries v1 (attempts.go);
+	// infraRetries: this run is on changeInfraRetries v1 or later (attempts.go);
 	// otherwise one RunStep execution per step under a RetryPolicy.
 	infraRetries bool
+	// runEndedLocal: changeInfraRetries v2, the run's end metrics in a
+	// local activity, RunFinished only to deliver webhooks (end).
+	runEndedLocal bool
 	// saEnabled is set when the starter put our search attributes on the
 	// run, which proves the namespace has them registered; upserting an
 	// unregistered attribute would fail every workflow task of the run.
@@ -78,8 +81,9 @@ func AgentWorkflow(ctx workflow.Context, in Input) (*Result, error) {
 	// Read once, here, so a run keeps one interpretation for its whole
 	// life; see versions.go.
 	_ = workflow.GetVersion(ctx, changeScheduler, changeSchedulerVersion, changeSchedulerVersion)
-	r.infraRetries = workflow.GetVersion(ctx, changeInfraRetries, workflow.DefaultVersion,
-		changeInfraRetriesVersion) >= changeInfraRetriesVersion
+	infra := workflow.GetVersion(ctx, changeInfraRetries, workflow.DefaultVersion, changeInfraRetriesVersion)
+	r.infraRetries = infra >= versionInfraRetries
+	r.runEndedLocal = infra >= versionRunEndedLocal
 
 	r.initVisibility(ctx, &in.Plan, info)
 	// Counted through the SDK's handler so replays do not count it again;
@@ -366,12 +370,25 @@ func (r *runner) end(ctx workflow.Context, fatal error, errType string) (*Result
 		Status: s.status, Error: s.err, DurationMS: now.Sub(s.startedAt).Milliseconds(),
 		Outputs: s.outputs, Webhooks: s.plan.Notify,
 	}
-	opts := runFinishedOptions
-	opts.Summary = "run finished · " + s.status
-	actx := workflow.WithActivityOptions(dctx, opts)
-	if err := workflow.ExecuteActivity(actx, acts.RunFinished, ev).Get(actx, nil); err != nil {
+	deliver := true
+	if r.runEndedLocal {
+		// Metrics in a local activity; an activity task only to deliver.
+		var workerWebhooks bool
+		lctx := workflow.WithLocalActivityOptions(dctx, runEndedOptions)
+		if err := workflow.ExecuteLocalActivity(lctx, acts.RunEnded, ev).Get(lctx, &workerWebhooks); err != nil {
+			r.logger.Warn("run end metrics failed", "error", err)
+		}
+		ev.MetricsRecorded = true
+		deliver = len(ev.Webhooks) > 0 || workerWebhooks
+	}
+	if deliver {
 		// Metrics and webhooks are best effort; the run's outcome stands.
-		r.logger.Warn("run finished notification failed", "error", err)
+		opts := runFinishedOptions
+		opts.Summary = "run finished · " + s.status
+		actx := workflow.WithActivityOptions(dctx, opts)
+		if err := workflow.ExecuteActivity(actx, acts.RunFinished, ev).Get(actx, nil); err != nil {
+			r.logger.Warn("run finished notification failed", "error", err)
+		}
 	}
 	r.logger.Info("run ended", "run_status", s.status, "error", s.err)
 

@@ -427,20 +427,70 @@ func TestResumeRunUsesCarry(t *testing.T) {
 	require.Equal(t, []string{"fetch", "summarize"}, historyIDs(o.status))
 }
 
-func TestRunFinishedFailureDoesNotChangeOutcome(t *testing.T) {
-	var ts testsuite.WorkflowTestSuite
-	env := testenv.WorkflowEnv(&ts)
-	env.RegisterWorkflowWithOptions(AgentWorkflow, workflow.RegisterOptions{Name: WorkflowName})
-	env.OnActivity(acts.RunFinished, mock.Anything, mock.Anything).
-		Return(errors.New("webhook unreachable")).Times(5) // its own retry policy
-	env.OnActivity(acts.RunStep, mock.Anything, mock.Anything).Return(&activities.StepResult{Output: map[string]any{}, Attempt: 1}, nil)
-	env.ExecuteWorkflow(WorkflowName, Input{Plan: testPlan(tool("a"))})
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	var res Result
-	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, RunSucceeded, res.Status)
-	env.AssertExpectations(t)
+// Neither the end metrics (RunEnded) nor webhook delivery (RunFinished,
+// retried on its own policy) failing changes the run's outcome.
+func TestRunEndFailuresDoNotChangeOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		endedErr, finishedErr error
+		finishedCalls         int
+	}{
+		{"delivery fails", nil, errors.New("webhook unreachable"), 5},
+		{"metrics fail", errors.New("metrics broken"), nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ts testsuite.WorkflowTestSuite
+			env := testenv.WorkflowEnv(&ts)
+			env.RegisterWorkflowWithOptions(AgentWorkflow, workflow.RegisterOptions{Name: WorkflowName})
+			env.OnActivity(acts.RunEnded, mock.Anything, mock.Anything).Return(false, tc.endedErr).Once()
+			env.OnActivity(acts.RunFinished, mock.Anything, mock.Anything).Return(tc.finishedErr).Times(tc.finishedCalls)
+			env.OnActivity(acts.RunStep, mock.Anything, mock.Anything).Return(&activities.StepResult{Output: map[string]any{}, Attempt: 1}, nil)
+			p := testPlan(tool("a"))
+			p.Notify = []string{"https://hooks.example/run"}
+			env.ExecuteWorkflow(WorkflowName, Input{Plan: p})
+			require.True(t, env.IsWorkflowCompleted())
+			require.NoError(t, env.GetWorkflowError())
+			var res Result
+			require.NoError(t, env.GetWorkflowResult(&res))
+			require.Equal(t, RunSucceeded, res.Status)
+			env.AssertExpectations(t)
+		})
+	}
+}
+
+// The run's end is counted once, by the local RunEnded; RunFinished runs
+// only when there is somewhere to deliver: the spec's notify URLs or the
+// worker's own webhooks (changeInfraRetries v2).
+func TestRunFinishedOnlyToDeliver(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		notify         []string
+		workerWebhooks bool
+		delivered      bool
+	}{
+		{"no webhooks anywhere", nil, false, false},
+		{"the spec's notify", []string{"https://hooks.example/run"}, false, true},
+		{"the worker's --webhook-url", nil, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.workerWebhooks = tc.workerWebhooks
+			h.onStep("a", succeed(map[string]any{}))
+			p := testPlan(tool("a"))
+			p.Notify = tc.notify
+			o := h.run(Input{Plan: p})
+			require.Equal(t, RunSucceeded, o.result.Status)
+			require.Len(t, h.finished, 1, "the run's end is counted once")
+			require.False(t, h.finished[0].MetricsRecorded)
+			if !tc.delivered {
+				require.Empty(t, h.delivered)
+				return
+			}
+			require.Len(t, h.delivered, 1)
+			require.True(t, h.delivered[0].MetricsRecorded, "RunFinished must not count the run again")
+			require.Equal(t, tc.notify, h.delivered[0].Webhooks)
+		})
+	}
 }
 
 func TestStepCanceledWithoutRunCancelFailsRun(t *testing.T) {

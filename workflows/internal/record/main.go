@@ -56,6 +56,7 @@ func run(addr, out, only string, overwrite bool, logger *slog.Logger) error {
 	fake := &fakeActivities{}
 	w.RegisterActivityWithOptions(fake.RunStep, activity.RegisterOptions{Name: "RunStep"})
 	w.RegisterActivityWithOptions(fake.RunFinished, activity.RegisterOptions{Name: "RunFinished"})
+	w.RegisterActivityWithOptions(fake.RunEnded, activity.RegisterOptions{Name: "RunEnded"})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
@@ -230,6 +231,9 @@ func (fakeActivities) RunStep(ctx context.Context, req activities.StepRequest) (
 
 func (fakeActivities) RunFinished(context.Context, activities.RunEvent) error { return nil }
 
+// RunEnded: a worker without webhooks of its own.
+func (fakeActivities) RunEnded(context.Context, activities.RunEvent) (bool, error) { return false, nil }
+
 type scenario struct {
 	name     string
 	in       wf.Input
@@ -308,7 +312,15 @@ func scenarios() []scenario {
 	infraRetries.Steps[1].Retries = 1
 	infraRetries.Steps[2].Inputs = map[string]any{"a": "{{ .steps.a.output.attempt }}", "b": "{{ .steps.b.output.attempt }}"}
 
+	// changeInfraRetries v2: the run's end in a local activity; RunFinished
+	// only with somewhere to deliver (the spec's notify here).
+	runEnd := plan("run-end", step("a"), step("b", "a"))
+	runEndNotify := plan("run-end-notify", step("a"))
+	runEndNotify.Notify = []string{"https://hooks.example/agentflow"}
+
 	return []scenario{
+		{name: "run-end-local", in: wf.Input{Plan: runEnd}, asClient: true, want: wf.RunSucceeded},
+		{name: "run-end-notify", in: wf.Input{Plan: runEndNotify}, asClient: true, want: wf.RunSucceeded},
 		{name: "infra-retries", in: wf.Input{Plan: infraRetries}, asClient: true, want: wf.RunSucceeded,
 			check: wantAttempts(map[string]int32{"a": 2, "b": 3, "c": 1})},
 		{name: "linear", in: wf.Input{Plan: linear, Inputs: map[string]any{"email_id": "m-1"}}, asClient: true, want: wf.RunSucceeded},
