@@ -17,10 +17,18 @@ package workflows
 // Plan interpretation changes also bump spec.PlanSchemaVersion; the workflow
 // refuses a Plan whose schema version it does not know.
 //
+// A change ID whose minimum and maximum version are equal branches on
+// nothing; its GetVersion call may then be removed (the SDK skips a version
+// marker, and its TemporalChangeVersion upsert, that no call reads), and
+// every run saves the two events. Keep its row below, marked retired.
+//
 // Change IDs:
 //
-//	changeScheduler     v1  initial DAG scheduler: spec-order readiness passes,
+//	agentflow-scheduler v1  initial DAG scheduler: spec-order readiness passes,
 //	                        one activity per tool step, approval via Await.
+//	                        Retired (DECISIONS 245): never branched (min = max
+//	                        = 1); histories recorded with its marker replay
+//	                        with the marker skipped (replay test).
 //	changeInfraRetries  v1  the workflow runs every attempt of a tool step
 //	                        itself (one RunStep execution each, numbered by
 //	                        StepRequest.Attempt) and retries tool failures on
@@ -36,12 +44,9 @@ package workflows
 //	                        GetVersion costs every run a marker and a search
 //	                        attribute upsert, events v2 exists to save.
 //
-// Both are read once, at workflow start, so a run takes one branch for its
+// It is read once, at workflow start, so a run takes one branch for its
 // whole life.
 const (
-	changeScheduler        = "agentflow-scheduler"
-	changeSchedulerVersion = 1
-
 	changeInfraRetries        = "agentflow-infra-retries"
 	changeInfraRetriesVersion = 2
 

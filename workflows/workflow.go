@@ -80,7 +80,6 @@ func AgentWorkflow(ctx workflow.Context, in Input) (*Result, error) {
 	}
 	// Read once, here, so a run keeps one interpretation for its whole
 	// life; see versions.go.
-	_ = workflow.GetVersion(ctx, changeScheduler, changeSchedulerVersion, changeSchedulerVersion)
 	infra := workflow.GetVersion(ctx, changeInfraRetries, workflow.DefaultVersion, changeInfraRetriesVersion)
 	r.infraRetries = infra >= versionInfraRetries
 	r.runEndedLocal = infra >= versionRunEndedLocal
