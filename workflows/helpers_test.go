@@ -49,7 +49,7 @@ type harness struct {
 
 	mu       sync.Mutex
 	requests map[string][]activities.StepRequest // by step, one per attempt
-	finished []activities.RunEvent                // the run's end, as metrics saw it (RunEnded)
+	finished []activities.RunEvent               // the run's end, as metrics saw it (RunEnded)
 	// delivered: RunFinished executions (webhook delivery); workerWebhooks
 	// is what the fake RunEnded says of the worker's own webhooks.
 	delivered      []activities.RunEvent
