@@ -30,15 +30,27 @@ func TestReplayHistories(t *testing.T) {
 	}
 }
 
-// TestReplayDetectsNonDeterminism proves the replay test has teeth: the
-// recorded diamond history does not replay against a workflow that
-// schedules differently.
-func TestReplayDetectsNonDeterminism(t *testing.T) {
-	f := filepath.Join("testdata", "histories", "diamond.json")
+// replayAltered replays a recorded history against AgentWorkflow with its
+// input altered first: the alterations a history must refuse.
+func replayAltered(t *testing.T, history string, alter func(*Input)) error {
+	t.Helper()
+	f := filepath.Join("testdata", "histories", history)
 	_, err := os.Stat(f)
 	require.NoError(t, err)
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, in Input) (*Result, error) {
+		alter(&in)
+		return AgentWorkflow(ctx, in)
+	}, workflow.RegisterOptions{Name: WorkflowName})
+	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError})))
+	return r.ReplayWorkflowHistoryFromJSONFile(logger, f)
+}
+
+// TestReplayDetectsNonDeterminism proves the replay test has teeth: the
+// recorded diamond history does not replay against a workflow that
+// schedules differently.
+func TestReplayDetectsNonDeterminism(t *testing.T) {
+	err := replayAltered(t, "diamond.json", func(in *Input) {
 		// Same input, but the steps run in reverse spec order.
 		for i, j := 0, len(in.Plan.Steps)-1; i < j; i, j = i+1, j-1 {
 			in.Plan.Steps[i], in.Plan.Steps[j] = in.Plan.Steps[j], in.Plan.Steps[i]
@@ -46,26 +58,15 @@ func TestReplayDetectsNonDeterminism(t *testing.T) {
 		for i := range in.Plan.Steps {
 			in.Plan.Steps[i].DependsOn = nil
 		}
-		return AgentWorkflow(ctx, in)
-	}, workflow.RegisterOptions{Name: WorkflowName})
-	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError})))
-	require.Error(t, r.ReplayWorkflowHistoryFromJSONFile(logger, f))
+	})
+	require.Error(t, err)
 }
 
 // TestReplayPinsInfraRetries: the infra-retries history pins the attempt
 // loop of changeInfraRetries. A workflow that no longer retries b's tool
 // failure (retries 0) emits different commands for it and must not replay.
 func TestReplayPinsInfraRetries(t *testing.T) {
-	f := filepath.Join("testdata", "histories", "infra-retries.json")
-	_, err := os.Stat(f)
-	require.NoError(t, err)
-	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, in Input) (*Result, error) {
-		in.Plan.Steps[1].Retries = 0
-		return AgentWorkflow(ctx, in)
-	}, workflow.RegisterOptions{Name: WorkflowName})
-	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError})))
-	err = r.ReplayWorkflowHistoryFromJSONFile(logger, f)
+	err := replayAltered(t, "infra-retries.json", func(in *Input) { in.Plan.Steps[1].Retries = 0 })
 	require.ErrorContains(t, err, "nondeterministic")
 }
 
@@ -73,15 +74,8 @@ func TestReplayPinsInfraRetries(t *testing.T) {
 // v2, no webhooks) ends without RunFinished. A workflow that would deliver
 // (a notify URL) schedules it and must not replay.
 func TestReplayPinsRunEndedLocal(t *testing.T) {
-	f := filepath.Join("testdata", "histories", "run-end-local.json")
-	_, err := os.Stat(f)
-	require.NoError(t, err)
-	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, in Input) (*Result, error) {
+	err := replayAltered(t, "run-end-local.json", func(in *Input) {
 		in.Plan.Notify = []string{"https://hooks.example/agentflow"}
-		return AgentWorkflow(ctx, in)
-	}, workflow.RegisterOptions{Name: WorkflowName})
-	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError})))
-	err = r.ReplayWorkflowHistoryFromJSONFile(logger, f)
+	})
 	require.ErrorContains(t, err, "nondeterministic")
 }
