@@ -28,14 +28,15 @@ PROMETHEUS_VERSION=v0.316.0
 servers() { scripts/test-servers.sh "$1" | tail -1; }
 
 # busybox: the one shell the entry scripts need (and initdb, which runs
-# postgres through popen). Debian's busybox-static: one static binary.
+# postgres through popen). Debian's busybox-static, one static binary, from
+# the package the sandbox images use (scripts/busybox-deb.sh), unpacked once.
 busybox_bin() {
-  local b
-  for b in /bin/busybox /usr/bin/busybox; do
-    if [ -x "$b" ] && ! file "$b" 2>/dev/null | grep -q 'dynamically linked'; then echo "$b"; return; fi
-  done
-  echo "build-images: a static busybox is missing (apt-get install busybox-static)" >&2
-  return 1
+  local dir="$scratch/busybox"
+  if [ ! -x "$dir/bin/busybox" ]; then
+    mkdir -p "$dir"
+    dpkg -x "$(scripts/busybox-deb.sh "${AGENTFLOW_DATA_DIR:-.data}/cache")" "$dir"
+  fi
+  echo "$dir/bin/busybox"
 }
 
 new_root() { # dir: an empty rootfs with /tmp, /etc/passwd and busybox sh
@@ -209,6 +210,9 @@ prometheus() {
     'CMD ["--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus"]' 'EXPOSE 9090'
 }
 
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+
 all=(agentctl postgres temporal_server temporal_ui minio prometheus)
 want=("$@")
 [ ${#want[@]} -gt 0 ] || want=(all)
@@ -216,9 +220,7 @@ want=("$@")
 for w in "${want[@]}"; do
   w=${w//-/_}
   case " ${all[*]} " in *" $w "*) ;; *) echo "usage: $0 [all|agentctl|postgres|temporal-server|temporal-ui|minio|prometheus]..." >&2; exit 2 ;; esac
-  tmp=$(mktemp -d)
-  trap 'rm -rf "$tmp"' EXIT
-  "$w" "$tmp"
-  rm -rf "$tmp"
-  trap - EXIT
+  root=$(mktemp -d "$scratch/root.XXXXXX")
+  "$w" "$root"
+  rm -rf "$root"
 done

@@ -3,12 +3,12 @@
 package deploy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +21,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
@@ -137,7 +138,7 @@ func TestComposeStack(t *testing.T) {
 
 	// Prometheus scrapes both workers and evaluates the alerting rules.
 	prom := fmt.Sprintf("http://127.0.0.1:%d", promPort)
-	eventually(t, ctx, 90*time.Second, func() error {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		var r struct {
 			Data struct {
 				Result []struct {
@@ -146,8 +147,8 @@ func TestComposeStack(t *testing.T) {
 				} `json:"result"`
 			} `json:"data"`
 		}
-		if err := getJSON(ctx, prom+`/api/v1/query?query=up%7Bjob%3D%22agentflow-worker%22%7D`, &r); err != nil {
-			return err
+		if !assert.NoError(c, getJSON(ctx, prom+`/api/v1/query?query=up%7Bjob%3D%22agentflow-worker%22%7D`, &r)) {
+			return
 		}
 		up := 0
 		for _, s := range r.Data.Result {
@@ -155,11 +156,8 @@ func TestComposeStack(t *testing.T) {
 				up++
 			}
 		}
-		if up != 2 {
-			return fmt.Errorf("workers up in Prometheus: %d of 2 (%+v)", up, r.Data.Result)
-		}
-		return nil
-	})
+		assert.Equal(c, 2, up, "workers up in Prometheus: %+v", r.Data.Result)
+	}, 90*time.Second, time.Second)
 	var rules struct {
 		Data struct {
 			Groups []struct {
@@ -175,17 +173,12 @@ func TestComposeStack(t *testing.T) {
 	page, err := get(ctx, ui+"/")
 	require.NoError(t, err)
 	require.Contains(t, strings.ToLower(page), "<html")
-	eventually(t, ctx, 30*time.Second, func() error {
-		body, err := get(ctx, ui+"/api/v1/namespaces/default/workflows?query="+
-			strings.ReplaceAll(fmt.Sprintf("WorkflowId='%s'", agent), "'", "%27"))
-		if err != nil {
-			return err
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		body, err := get(ctx, ui+"/api/v1/namespaces/default/workflows?query="+url.QueryEscape(fmt.Sprintf("WorkflowId='%s'", agent)))
+		if assert.NoError(c, err) {
+			assert.Contains(c, body, agent, "the Web UI's workflow list does not show the run")
 		}
-		if !strings.Contains(body, agent) {
-			return fmt.Errorf("the Web UI's workflow list does not show %s: %.300s", agent, body)
-		}
-		return nil
-	})
+	}, 30*time.Second, time.Second)
 }
 
 // demoAgent is the agent name scripts/demo.sh printed ("… as <name>").
@@ -235,21 +228,5 @@ func getJSON(ctx context.Context, url string, v any) error {
 	if err != nil {
 		return err
 	}
-	return json.NewDecoder(bytes.NewReader([]byte(body))).Decode(v)
-}
-
-// eventually retries check until it passes or within has passed.
-func eventually(t *testing.T, ctx context.Context, within time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Second)
-	}
+	return json.Unmarshal([]byte(body), v)
 }

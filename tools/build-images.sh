@@ -70,22 +70,9 @@ inspect_all() {
   done < <(docker image inspect -f "{{range .RepoTags}}{{.}} {{end}}|{{index .Config.Labels \"$INPUTS_LABEL\"}}|{{.Id}}" "$@" 2>/dev/null || true)
 }
 
-# busybox_deb prints the path of the cached busybox-static .deb, downloading
-# it through apt when the cache is empty (apt-get update only on failure).
-busybox_deb() {
-  local deb
-  deb=$(ls "$CACHE"/busybox-static_*.deb 2>/dev/null | sort | tail -n1 || true)
-  if [[ -z $deb ]]; then
-    log "downloading busybox-static with apt-get"
-    if ! (cd "$CACHE" && apt-get download busybox-static >&2 2>"$WORK/apt.err"); then
-      log "apt-get download failed; running apt-get update once"
-      apt-get update >&2 || die "apt-get update failed: $(cat "$WORK/apt.err")"
-      (cd "$CACHE" && apt-get download busybox-static >&2) || die "cannot download busybox-static"
-    fi
-    deb=$(ls "$CACHE"/busybox-static_*.deb | sort | tail -n1)
-  fi
-  printf '%s\n' "$deb"
-}
+# busybox_deb prints the path of the cached busybox-static .deb
+# (scripts/busybox-deb.sh, shared with deploy/build-images.sh).
+busybox_deb() { "$ROOT/scripts/busybox-deb.sh" "$CACHE"; }
 
 TARFLAGS=(--sort=name --mtime=@0 --numeric-owner --format=gnu)
 
