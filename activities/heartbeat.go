@@ -9,11 +9,19 @@ import (
 	"go.temporal.io/sdk/activity"
 )
 
-// heartbeat records an activity heartbeat every interval until stopped.
-// Heartbeats are how cancellation reaches a running activity. Each carries
-// the attempt's phase and the worker's identity: when the worker dies, the
-// last heartbeat is all the workflow learns of where and on whom
-// (attempts.go reads both from the timeout).
+// heartbeat records an activity heartbeat at once and then every interval
+// until stopped. Heartbeats are how cancellation reaches a running
+// activity. Each carries the attempt's phase and the worker's identity:
+// when the worker dies, the last heartbeat is all the workflow learns of
+// where and on whom (attempts.go reads both from the timeout).
+//
+// The first one is sent from the heartbeat's goroutine, not the step's:
+// the SDK sends an activity's first heartbeat synchronously, so calling it
+// inline made every step wait one server round trip before provisioning
+// (~50–150 ms per step under load; BENCHMARKS.md "Load"). The step's
+// activity still completes only after it is answered (the SDK's
+// completion waits for an in-flight heartbeat), but the round trip now
+// overlaps the step's work.
 type heartbeat struct {
 	phase  atomic.Value
 	worker string
@@ -24,10 +32,15 @@ type heartbeat struct {
 func startHeartbeat(ctx context.Context, every time.Duration, worker string) *heartbeat {
 	hb := &heartbeat{done: make(chan struct{}), worker: worker}
 	hb.phase.Store("start")
-	activity.RecordHeartbeat(ctx, "start", worker)
 	hb.wg.Add(1)
 	go func() {
 		defer hb.wg.Done()
+		select {
+		case <-hb.done: // the step ended first: nothing to report
+			return
+		default:
+		}
+		activity.RecordHeartbeat(ctx, hb.phase.Load(), hb.worker)
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {

@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -53,6 +56,9 @@ type harness struct {
 	metrics *metrics.Metrics
 	opts    Options
 	bg      context.Context
+	// onHeartbeat, when set, receives every heartbeat, synchronously: the
+	// heartbeat call waits for it as for the server's answer.
+	onHeartbeat func(details converter.EncodedValues)
 }
 
 func newHarness(t *testing.T) *harness {
@@ -79,6 +85,9 @@ func (h *harness) run(t *testing.T, req StepRequest) (*StepResult, error) {
 	s.SetLogger(tlog.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestActivityEnvironment()
 	env.SetWorkerOptions(worker.Options{BackgroundActivityContext: h.bg})
+	if h.onHeartbeat != nil {
+		env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) { h.onHeartbeat(details) })
+	}
 	opts := h.opts
 	opts.Host = h.host
 	if h.other != nil {
@@ -100,6 +109,41 @@ func (h *harness) log(t *testing.T, req StepRequest) string {
 	b, err := h.logs.Read(t.Context(), logstore.Key{AgentID: req.AgentID, RunID: req.RunID, StepID: req.StepID, Attempt: 1}, 0)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// TestRunStepFirstHeartbeatOffPath: the attempt's first heartbeat (the
+// one that names the worker) is sent beside the step, not before it: the
+// SDK sends a first heartbeat synchronously, and a step that waited for
+// it paid a server round trip before provisioning. Here the first
+// heartbeat's answer is held until the tool has run; a step that waited
+// for it would never get there.
+func TestRunStepFirstHeartbeatOffPath(t *testing.T) {
+	h := newHarness(t)
+	ran := make(chan struct{})
+	var once sync.Once
+	var first []string
+	h.onHeartbeat = func(details converter.EncodedValues) {
+		once.Do(func() {
+			var phase, worker string
+			_ = details.Get(&phase, &worker)
+			first = []string{phase, worker}
+			select {
+			case <-ran:
+			case <-time.After(10 * time.Second):
+				t.Error("the step waited for its first heartbeat's answer before running the tool")
+			}
+		})
+	}
+	h.opts.Identity = "worker-hb"
+	h.host.exec = func(_ context.Context, _ exechost.ExecRequest) (*exechost.ExecResult, error) {
+		close(ran)
+		return &exechost.ExecResult{Stdout: []byte(`{"ok": true}` + "\n")}, nil
+	}
+	res, err := h.run(t, baseReq())
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"ok": true}, res.Output)
+	require.Len(t, first, 2, "the attempt sent its first heartbeat")
+	require.Equal(t, "worker-hb", first[1], "the first heartbeat names the worker")
 }
 
 func TestRunStepSuccess(t *testing.T) {

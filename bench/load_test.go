@@ -34,6 +34,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/agentflow/agentflow/bench/loadbase"
 	"github.com/agentflow/agentflow/bench/noophost"
@@ -59,7 +60,8 @@ import (
 //
 // AGENTFLOW_LOAD_AGENTS (1200), _STEPS (5), _INFLIGHT (64), _CONCURRENCY
 // (the workers' activity slots, 16), _OUT (append the JSON lines there),
-// _PROFILE_DIR (a CPU profile of each phase's worker there).
+// _PROFILE_DIR (a CPU profile of each phase's worker there), _PERF_DIR (a
+// Linux perf profile of each phase's server there).
 func TestLoad(t *testing.T) {
 	if os.Getenv("AGENTFLOW_LOAD") != "1" {
 		t.Skip("set AGENTFLOW_LOAD=1 to run the load harness")
@@ -69,31 +71,110 @@ func TestLoad(t *testing.T) {
 		InFlight: envInt("AGENTFLOW_LOAD_INFLIGHT", 64), Concurrency: envInt("AGENTFLOW_LOAD_CONCURRENCY", 16),
 	}
 	env := startLoadEnv(t)
-	c := env.c
-
 	plan := loadPlan(t, cfg.Steps, 0)
-	var results []loadResult
-	for _, ph := range []struct {
-		name string
-		args []string
-		run  func(ctx context.Context, id, queue string) (tclient.WorkflowRun, error)
-	}{
-		{"bare temporal", []string{"-mode", "bare"}, func(ctx context.Context, id, queue string) (tclient.WorkflowRun, error) {
+	results := runPhases(t, env, cfg, []loadPhaseSpec{
+		{"bare temporal", []string{"-mode", "bare"}, func(ctx context.Context, c tclient.Client, id, queue string) (tclient.WorkflowRun, error) {
 			return c.ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{ID: id, TaskQueue: queue}, loadbase.WorkflowName, cfg.Steps)
 		}},
-		{"agentflow, no-op host", []string{"-mode", "engine"}, func(ctx context.Context, id, queue string) (tclient.WorkflowRun, error) {
-			return env.startAgent(ctx, id, queue, plan)
+		{"agentflow, no-op host", []string{"-mode", "engine"}, func(ctx context.Context, c tclient.Client, id, queue string) (tclient.WorkflowRun, error) {
+			return startAgent(ctx, c, queue, id, plan)
 		}},
-	} {
-		r := runLoadPhase(t, env, ph.name, ph.args, cfg, ph.run, nil)
-		results = append(results, r)
-	}
+	})
 	report(t, cfg, results)
 	for _, r := range results {
 		require.Zero(t, r.Lost, "%s: lost runs", r.Name)
 		require.Zero(t, r.ClientErrors, "%s: client errors", r.Name)
 		require.Zero(t, r.Duplicated, "%s: tools ran twice", r.Name)
 	}
+}
+
+// TestLoadAttribution: where the engine's cost over the floor goes. The
+// floor (loadbase's bare workflow), then the floor with one thing an
+// agentflow run asks of the server added at a time (loadbase.Extras: a
+// heartbeat per activity, the status search-attribute upserts with the
+// start's search attributes and memo, a version marker, an end local
+// activity, step-sized payloads), then all of them, then the engine on
+// the no-op host; each phase on its own fresh dev server. Server CPU is
+// the figure to read: on 2 cores the server is the bottleneck.
+//
+//	AGENTFLOW_LOAD=1 go test -tags load -count=1 -run TestLoadAttribution -v ./bench/
+//
+// AGENTFLOW_LOAD_AGENTS (600 here), _STEPS, _INFLIGHT, _CONCURRENCY as
+// TestLoad; AGENTFLOW_LOAD_PAYLOAD (bytes of padding, 512).
+func TestLoadAttribution(t *testing.T) {
+	if os.Getenv("AGENTFLOW_LOAD") != "1" {
+		t.Skip("set AGENTFLOW_LOAD=1 to run the load harness")
+	}
+	cfg := loadConfig{
+		Agents: envInt("AGENTFLOW_LOAD_AGENTS", 600), Steps: envInt("AGENTFLOW_LOAD_STEPS", 5),
+		InFlight: envInt("AGENTFLOW_LOAD_INFLIGHT", 64), Concurrency: envInt("AGENTFLOW_LOAD_CONCURRENCY", 16),
+	}
+	pad := envInt("AGENTFLOW_LOAD_PAYLOAD", 512)
+	env := startLoadEnv(t)
+	plan := loadPlan(t, cfg.Steps, 0)
+	status := workflows.SearchAttrStatus
+	all := loadbase.Extras{Heartbeat: true, StatusUpserts: true, Version: true, EndLocal: true, PayloadBytes: pad}
+	extras := func(name string, x loadbase.Extras) loadPhaseSpec {
+		x.Steps, x.StatusKey = cfg.Steps, status
+		return loadPhaseSpec{name, []string{"-mode", "bare"}, func(ctx context.Context, c tclient.Client, id, queue string) (tclient.WorkflowRun, error) {
+			o := tclient.StartWorkflowOptions{ID: id, TaskQueue: queue}
+			if x.StatusUpserts {
+				// What an agentflow start carries (bench/agent_test.go).
+				o.Memo = map[string]any{workflows.MemoSpecName: plan.Name, workflows.MemoSpecVersion: plan.Version}
+				o.TypedSearchAttributes = temporal.NewSearchAttributes(
+					temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrAgentName).ValueSet(id),
+					temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrSpec).ValueSet(plan.Name),
+					temporal.NewSearchAttributeKeyKeyword(status).ValueSet(workflows.RunPending))
+			}
+			return c.ExecuteWorkflow(ctx, o, loadbase.ExtendedName, x)
+		}}
+	}
+	phases := []loadPhaseSpec{
+		{"bare temporal", []string{"-mode", "bare"}, func(ctx context.Context, c tclient.Client, id, queue string) (tclient.WorkflowRun, error) {
+			return c.ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{ID: id, TaskQueue: queue}, loadbase.WorkflowName, cfg.Steps)
+		}},
+		extras("+ heartbeat", loadbase.Extras{Heartbeat: true}),
+		extras("+ status upserts", loadbase.Extras{StatusUpserts: true}),
+		extras("+ version marker", loadbase.Extras{Version: true}),
+		extras("+ end local activity", loadbase.Extras{EndLocal: true}),
+		extras(fmt.Sprintf("+ %d B payloads", pad), loadbase.Extras{PayloadBytes: pad}),
+		extras("+ all of them", all),
+		{"agentflow, no-op host", []string{"-mode", "engine"}, func(ctx context.Context, c tclient.Client, id, queue string) (tclient.WorkflowRun, error) {
+			return startAgent(ctx, c, queue, id, plan)
+		}},
+	}
+	results := runPhases(t, env, cfg, phases)
+	report(t, cfg, results)
+	for _, r := range results {
+		require.Zero(t, r.Lost, "%s: lost runs", r.Name)
+		require.Zero(t, r.Failed, "%s: failed runs", r.Name)
+	}
+}
+
+// loadPhaseSpec is one phase of a load run: its worker's arguments and
+// how a run starts.
+type loadPhaseSpec struct {
+	name  string
+	args  []string
+	start func(ctx context.Context, c tclient.Client, id, queue string) (tclient.WorkflowRun, error)
+}
+
+// runPhases runs phases one after the other, each on an empty dev server
+// (the first on env's own): a later phase never pays for an earlier one's
+// histories and visibility rows.
+func runPhases(t *testing.T, env *loadEnv, cfg loadConfig, phases []loadPhaseSpec) []loadResult {
+	t.Helper()
+	var results []loadResult
+	for i, ph := range phases {
+		if i > 0 {
+			env.freshServer(t)
+		}
+		c := env.c
+		results = append(results, runLoadPhase(t, env, ph.name, ph.args, cfg, func(ctx context.Context, id, queue string) (tclient.WorkflowRun, error) {
+			return ph.start(ctx, c, id, queue)
+		}, nil))
+	}
+	return results
 }
 
 // loadEnv is a dev server, a client of it and the loadworker binary.
@@ -106,18 +187,35 @@ type loadEnv struct {
 
 func startLoadEnv(t *testing.T) *loadEnv {
 	t.Helper()
-	ctx := t.Context()
-	bin := testenv.TemporalBinary(t)
 	e := &loadEnv{tmp: t.TempDir()}
 	e.worker = buildLoadWorker(t, e.tmp)
-	srv, err := devserver.Start(ctx, devserver.Options{Bin: bin, Port: testenv.FreePort(t), Headless: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Stop(30 * time.Second) })
-	c, err := tclient.Dial(tclient.Options{HostPort: srv.Address})
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	e.srv, e.c = srv, c
+	e.freshServer(t)
 	return e
+}
+
+// freshServer replaces e's dev server (if any) with a new, empty one, so
+// a phase never runs against the histories and visibility rows of the
+// phases before it.
+func (e *loadEnv) freshServer(t *testing.T) {
+	t.Helper()
+	if e.srv != nil {
+		e.c.Close()
+		_ = e.srv.Stop(30 * time.Second)
+	}
+	srv, err := devserver.Start(t.Context(), devserver.Options{Bin: testenv.TemporalBinary(t), Port: testenv.FreePort(t), Headless: true})
+	require.NoError(t, err)
+	c, err := tclient.Dial(tclient.Options{HostPort: srv.Address})
+	if err != nil {
+		_ = srv.Stop(30 * time.Second)
+		require.NoError(t, err)
+	}
+	if e.srv == nil {
+		t.Cleanup(func() {
+			e.c.Close()
+			_ = e.srv.Stop(30 * time.Second)
+		})
+	}
+	e.srv, e.c = srv, c
 }
 
 // buildLoadWorker builds bench/cmd/loadworker into dir.
@@ -158,8 +256,9 @@ type loadResult struct {
 	WorkerCPU    float64 `json:"worker_cpu_s"`
 	WorkerRSSMiB float64 `json:"worker_peak_rss_mib"`
 	ServerCPU    float64 `json:"server_cpu_s"`
-	// HistoryEvents counts the event types of one run's history: what
-	// the server writes per run.
+	// HistoryEvents counts the event types of one run's history ("total":
+	// all events, "bytes": their encoded size): what the server writes per
+	// run.
 	HistoryEvents map[string]int `json:"history_events"`
 
 	ids []string // the runs' workflow IDs
@@ -222,6 +321,7 @@ func historyShape(ctx context.Context, c tclient.Client, id string) map[string]i
 		}
 		out[strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_")]++
 		out["total"]++
+		out["bytes"] += proto.Size(ev) // what the server stores and sends per run
 	}
 	return out
 }
@@ -292,6 +392,7 @@ func runLoadPhase(t *testing.T, e *loadEnv, name string, args []string, cfg load
 		}
 	}()
 	serverCPU0 := procCPU(t, srv.Pid())
+	stopPerf := perfServer(t, srv.Pid(), name)
 
 	res := loadResult{Name: name, Agents: cfg.Agents, Steps: cfg.Steps}
 	ids := make([]string, cfg.Agents)
@@ -349,6 +450,7 @@ func runLoadPhase(t *testing.T, e *loadEnv, name string, args []string, cfg load
 	wg.Wait()
 	res.Completed = int(done.Load())
 	res.WallSeconds = time.Since(t0).Seconds()
+	stopPerf()
 
 	// Latency of each run, by the server's clock: started → closed.
 	var lat []float64
@@ -391,6 +493,30 @@ func runLoadPhase(t *testing.T, e *loadEnv, name string, args []string, cfg load
 		res.Duplicated, res.ToolRuns = st.Duplicated, st.Execs
 	}
 	return res
+}
+
+// perfServer records the dev server's CPU profile with Linux perf while a
+// phase runs, when AGENTFLOW_LOAD_PERF_DIR names a directory (the server
+// is a binary we do not build, so pprof is not available): read it with
+// `perf report -i DIR/PHASE.server.perf.data --no-children`. The returned
+// func stops the recording.
+func perfServer(t *testing.T, pid int, phase string) func() {
+	t.Helper()
+	dir := os.Getenv("AGENTFLOW_LOAD_PERF_DIR")
+	if dir == "" {
+		return func() {}
+	}
+	out := filepath.Join(dir, strings.NewReplacer(" ", "_", "+", "plus", ",", "").Replace(phase)+".server.perf.data")
+	cmd := exec.Command("perf", "record", "-F", "499", "-g", "-p", strconv.Itoa(pid), "-o", out)
+	var msg bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &msg, &msg
+	require.NoError(t, cmd.Start(), "perf record (AGENTFLOW_LOAD_PERF_DIR)")
+	return func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		if err := cmd.Wait(); err != nil {
+			t.Logf("perf record: %v: %s", err, msg.String())
+		}
+	}
 }
 
 // startWithRetry retries a start refused for load (ResourceExhausted,

@@ -117,12 +117,15 @@ func (d *Dir) openParent(key string, create bool) (*os.File, string, error) {
 	if dir == "" {
 		dir = "."
 	}
-	if create && dir != "." {
+	f, err := d.root.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if errors.Is(err, fs.ErrNotExist) && create && dir != "." {
+		// Only a missing directory pays for MkdirAll's walk: most Puts go
+		// into one that exists (an attempt's log chunks, its end marker).
 		if err := d.root.MkdirAll(dir, 0o700); err != nil {
 			return nil, "", err
 		}
+		f, err = d.root.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	}
-	f, err := d.root.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, "", err
 	}
@@ -168,8 +171,10 @@ func (d *Dir) Put(ctx context.Context, key string, r io.Reader, opts PutOptions)
 	case err != nil:
 		return Info{}, fmt.Errorf("%s: put %s: read: %w", d, key, err)
 	}
-	if err := f.Sync(); err != nil {
-		return Info{}, d.err("put", key, err)
+	if !opts.NoSync {
+		if err := f.Sync(); err != nil {
+			return Info{}, d.err("put", key, err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return Info{}, d.err("put", key, err)
@@ -193,8 +198,10 @@ func (d *Dir) Put(ctx context.Context, key string, r io.Reader, opts PutOptions)
 		return Info{}, d.err("put", key, err)
 	}
 	committed = true
-	// Make the rename durable: a crash right after Put returns must not lose it.
-	_ = parent.Sync()
+	if !opts.NoSync {
+		// Make the rename durable: a crash right after Put returns must not lose it.
+		_ = parent.Sync()
+	}
 	var st unix.Stat_t
 	mod := time.Now()
 	if unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {

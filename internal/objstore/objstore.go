@@ -60,6 +60,14 @@ type PutOptions struct {
 	// Size is the content length when known (-1 or 0 = unknown); S3 uses it
 	// to choose a single PUT over a multipart upload.
 	Size int64
+	// NoSync: the object need not survive a crash of the machine (a power
+	// loss, a kernel panic; a killed process loses nothing either way).
+	// A store on local disk then skips the two fsyncs of a Put (the
+	// object's and its directory's), which wait for the disk; after such a
+	// crash the object may be missing or empty. Readers of such
+	// objects must take both (step logs do: their reader is built for a
+	// bucket others write). Remote stores ignore it.
+	NoSync bool
 }
 
 // Info describes one stored object.

@@ -5,7 +5,8 @@
 //     stores, logs, metrics) whose sandbox host is bench/noophost, which
 //     runs NOTHING: orchestration load only, never a real step;
 //   - -mode bare: a plain Temporal worker of loadbase's workflow of K
-//     no-op activities, with the same activity concurrency (the floor).
+//     no-op activities, with the same activity concurrency (the floor),
+//     and of the floor with extras (loadbase.Extended).
 //
 // It runs until SIGTERM, then (engine) writes the no-op host's counts as
 // JSON to -stats-file. With -journal, every tool run is also appended to a
@@ -127,6 +128,8 @@ func bare(ctx context.Context, address, queue string, conc int) error {
 	w := sdkworker.New(c, queue, worker.TemporalOptions(conc, worker.DefaultStopTimeout))
 	w.RegisterWorkflowWithOptions(loadbase.Workflow, workflow.RegisterOptions{Name: loadbase.WorkflowName})
 	w.RegisterActivityWithOptions(loadbase.Activity, activity.RegisterOptions{Name: loadbase.ActivityName})
+	w.RegisterWorkflowWithOptions(loadbase.Extended, workflow.RegisterOptions{Name: loadbase.ExtendedName})
+	w.RegisterActivityWithOptions(loadbase.ExtendedActivity, activity.RegisterOptions{Name: loadbase.ExtendedActivityName})
 	if err := w.Start(); err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ func Run(t *testing.T, newStore func(t *testing.T) objstore.Store) {
 	t.Run("Replace", func(t *testing.T) { testReplace(t, newStore(t)) })
 	t.Run("IfAbsent", func(t *testing.T) { testIfAbsent(t, newStore(t)) })
 	t.Run("IfAbsentRace", func(t *testing.T) { testIfAbsentRace(t, newStore(t)) })
+	t.Run("NoSync", func(t *testing.T) { testNoSync(t, newStore(t)) })
 	t.Run("CanceledPut", func(t *testing.T) { testCanceledPut(t, newStore(t)) })
 	t.Run("FailingReader", func(t *testing.T) { testFailingReader(t, newStore(t)) })
 	t.Run("InvalidKeys", func(t *testing.T) { testInvalidKeys(t, newStore(t)) })
@@ -85,6 +86,30 @@ func testDeletePrefix(t *testing.T, s objstore.Store) {
 	require.Equal(t, []string{"run-10/step/1/end"}, keys(removed))
 	_, err = s.Stat(ctx, "ag/run-10/step/1/end")
 	require.ErrorIs(t, err, objstore.ErrNotFound)
+}
+
+// testNoSync: NoSync changes nothing a reader sees while the machine runs
+// (what it skips, the fsyncs, only shows after a crash): the object is
+// stored in a new and in an existing directory, IfAbsent still refuses a
+// taken key, a replace replaces, and nothing else is left in the store.
+func testNoSync(t *testing.T, s objstore.Store) {
+	ctx := t.Context()
+	noSync := func(key, body string, ifAbsent bool) error {
+		_, err := s.Put(ctx, key, strings.NewReader(body), objstore.PutOptions{Size: int64(len(body)), NoSync: true, IfAbsent: ifAbsent})
+		return err
+	}
+	require.NoError(t, noSync("ag/run/step/1/000000.a.chunk", "", true))
+	require.NoError(t, noSync("ag/run/step/1/000001.a.chunk", "line\n", true))
+	require.ErrorIs(t, noSync("ag/run/step/1/000001.a.chunk", "other", true), objstore.ErrExists)
+	require.NoError(t, noSync("ag/run/step/1/end", "{}", false))
+	require.NoError(t, noSync("ag/run/step/1/end", `{"v":1}`, false))
+
+	require.Equal(t, "", get(t, s, "ag/run/step/1/000000.a.chunk"))
+	require.Equal(t, "line\n", get(t, s, "ag/run/step/1/000001.a.chunk"))
+	require.Equal(t, `{"v":1}`, get(t, s, "ag/run/step/1/end"))
+	all, err := s.List(ctx, "")
+	require.NoError(t, err)
+	require.Equal(t, []string{"ag/run/step/1/000000.a.chunk", "ag/run/step/1/000001.a.chunk", "ag/run/step/1/end"}, keys(all))
 }
 
 func put(t *testing.T, s objstore.Store, key, body string) objstore.Info {
