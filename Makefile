@@ -57,7 +57,7 @@ bench: temporal images ## benchmarks with in-run baselines (see docs/BENCHMARKS.
 	minio=$$(scripts/test-servers.sh minio) && AGENTFLOW_MINIO=$$minio AGENTFLOW_BENCH=1 $(GO) test -count=1 -tags integration -run 'Bench' -v ./bench/...
 
 .PHONY: load
-load: temporal ## load harness: 1200 agents × 5 steps on a no-op host vs bare Temporal, recovery under 5% tool failure, 127-step replay (docs/BENCHMARKS.md)
+load: temporal ## load harness: 1200 agents × 5 steps on a no-op host vs bare Temporal, where the cost over it goes (attribution), recovery under 5% tool failure, 127-step replay (docs/BENCHMARKS.md)
 	AGENTFLOW_LOAD=1 $(GO) test -count=1 -tags load -timeout 60m -run 'TestLoad|TestReplayLongHistory' -v ./bench/
 
 .PHONY: chaos

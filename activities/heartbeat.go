@@ -17,11 +17,11 @@ import (
 //
 // The first one is sent from the heartbeat's goroutine, not the step's:
 // the SDK sends an activity's first heartbeat synchronously, so calling it
-// inline made every step wait one server round trip before provisioning
-// (~50–150 ms per step under load; BENCHMARKS.md "Load"). The step's
-// activity still completes only after it is answered (the SDK's
-// completion waits for an in-flight heartbeat), but the round trip now
-// overlaps the step's work.
+// inline made every step wait one server round trip, which grows with the
+// server's load, before provisioning. The step's activity still completes
+// only after it is answered (the SDK's completion waits for an in-flight
+// heartbeat), but the round trip now overlaps the step's work; a step
+// that ends before the goroutine runs sends none (DECISIONS 248).
 type heartbeat struct {
 	phase  atomic.Value
 	worker string

@@ -115,11 +115,12 @@ func (h *harness) log(t *testing.T, req StepRequest) string {
 // one that names the worker) is sent beside the step, not before it: the
 // SDK sends a first heartbeat synchronously, and a step that waited for
 // it paid a server round trip before provisioning. Here the first
-// heartbeat's answer is held until the tool has run; a step that waited
-// for it would never get there.
+// heartbeat's answer is held until the tool has run (and the tool runs
+// only once that heartbeat is on its way); a step that waited for the
+// answer would never get to the tool.
 func TestRunStepFirstHeartbeatOffPath(t *testing.T) {
 	h := newHarness(t)
-	ran := make(chan struct{})
+	sent, ran := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	var first []string
 	h.onHeartbeat = func(details converter.EncodedValues) {
@@ -127,6 +128,7 @@ func TestRunStepFirstHeartbeatOffPath(t *testing.T) {
 			var phase, worker string
 			_ = details.Get(&phase, &worker)
 			first = []string{phase, worker}
+			close(sent)
 			select {
 			case <-ran:
 			case <-time.After(10 * time.Second):
@@ -136,6 +138,11 @@ func TestRunStepFirstHeartbeatOffPath(t *testing.T) {
 	}
 	h.opts.Identity = "worker-hb"
 	h.host.exec = func(_ context.Context, _ exechost.ExecRequest) (*exechost.ExecResult, error) {
+		select {
+		case <-sent:
+		case <-time.After(10 * time.Second):
+			t.Error("no heartbeat while the tool ran")
+		}
 		close(ran)
 		return &exechost.ExecResult{Stdout: []byte(`{"ok": true}` + "\n")}, nil
 	}

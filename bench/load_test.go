@@ -66,10 +66,7 @@ func TestLoad(t *testing.T) {
 	if os.Getenv("AGENTFLOW_LOAD") != "1" {
 		t.Skip("set AGENTFLOW_LOAD=1 to run the load harness")
 	}
-	cfg := loadConfig{
-		Agents: envInt("AGENTFLOW_LOAD_AGENTS", 1200), Steps: envInt("AGENTFLOW_LOAD_STEPS", 5),
-		InFlight: envInt("AGENTFLOW_LOAD_INFLIGHT", 64), Concurrency: envInt("AGENTFLOW_LOAD_CONCURRENCY", 16),
-	}
+	cfg := loadConfigFromEnv(1200)
 	env := startLoadEnv(t)
 	plan := loadPlan(t, cfg.Steps, 0)
 	results := runPhases(t, env, cfg, []loadPhaseSpec{
@@ -94,8 +91,8 @@ func TestLoad(t *testing.T) {
 // heartbeat per activity, the status search-attribute upserts with the
 // start's search attributes and memo, a version marker, an end local
 // activity, step-sized payloads), then all of them, then the engine on
-// the no-op host; each phase on its own fresh dev server. Server CPU is
-// the figure to read: on 2 cores the server is the bottleneck.
+// the no-op host; each phase on its own fresh dev server. Read the worker's
+// and the server's CPU together: on 2 cores they share the machine.
 //
 //	AGENTFLOW_LOAD=1 go test -tags load -count=1 -run TestLoadAttribution -v ./bench/
 //
@@ -105,10 +102,7 @@ func TestLoadAttribution(t *testing.T) {
 	if os.Getenv("AGENTFLOW_LOAD") != "1" {
 		t.Skip("set AGENTFLOW_LOAD=1 to run the load harness")
 	}
-	cfg := loadConfig{
-		Agents: envInt("AGENTFLOW_LOAD_AGENTS", 600), Steps: envInt("AGENTFLOW_LOAD_STEPS", 5),
-		InFlight: envInt("AGENTFLOW_LOAD_INFLIGHT", 64), Concurrency: envInt("AGENTFLOW_LOAD_CONCURRENCY", 16),
-	}
+	cfg := loadConfigFromEnv(600)
 	pad := envInt("AGENTFLOW_LOAD_PAYLOAD", 512)
 	env := startLoadEnv(t)
 	plan := loadPlan(t, cfg.Steps, 0)
@@ -236,6 +230,15 @@ func (e *loadEnv) startAgent(ctx context.Context, id, queue string, plan spec.Pl
 
 type loadConfig struct {
 	Agents, Steps, InFlight, Concurrency int
+}
+
+// loadConfigFromEnv is the AGENTFLOW_LOAD_* configuration (agents, steps,
+// starts in flight, activity slots) with agents as the default number.
+func loadConfigFromEnv(agents int) loadConfig {
+	return loadConfig{
+		Agents: envInt("AGENTFLOW_LOAD_AGENTS", agents), Steps: envInt("AGENTFLOW_LOAD_STEPS", 5),
+		InFlight: envInt("AGENTFLOW_LOAD_INFLIGHT", 64), Concurrency: envInt("AGENTFLOW_LOAD_CONCURRENCY", 16),
+	}
 }
 
 type loadResult struct {

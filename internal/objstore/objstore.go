@@ -64,8 +64,8 @@ type PutOptions struct {
 	// loss, a kernel panic; a killed process loses nothing either way).
 	// A store on local disk then skips the two fsyncs of a Put (the
 	// object's and its directory's), which wait for the disk; after such a
-	// crash the object may be missing or empty. Readers of such
-	// objects must take both (step logs do: their reader is built for a
+	// crash the object may be missing, empty or cut short. Readers of such
+	// objects must take that (step logs do: their reader is built for a
 	// bucket others write). Remote stores ignore it.
 	NoSync bool
 }
