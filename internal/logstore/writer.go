@@ -21,9 +21,9 @@ import (
 // new bytes are dropped with a note) and retried at the next flush, and
 // the problem is logged. Chunks and the end marker are stored with
 // objstore's NoSync: a crash of the machine may cost a log its tail (the
-// reader takes missing and empty objects), and a step no longer waits for
-// the disk at its log's open and close (DECISIONS 249). Safe for
-// concurrent use.
+// reader takes objects missing, empty or cut short), and a step no longer
+// waits for the disk at its log's open and close (DECISIONS 249). Safe
+// for concurrent use.
 type Writer struct {
 	s      *Store
 	key    Key
