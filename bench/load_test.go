@@ -70,12 +70,8 @@ func TestLoad(t *testing.T) {
 	env := startLoadEnv(t)
 	plan := loadPlan(t, cfg.Steps, 0)
 	results := runPhases(t, env, cfg, []loadPhaseSpec{
-		{"bare temporal", []string{"-mode", "bare"}, func(ctx context.Context, c tclient.Client, id, queue string) (tclient.WorkflowRun, error) {
-			return c.ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{ID: id, TaskQueue: queue}, loadbase.WorkflowName, cfg.Steps)
-		}},
-		{"agentflow, no-op host", []string{"-mode", "engine"}, func(ctx context.Context, c tclient.Client, id, queue string) (tclient.WorkflowRun, error) {
-			return startAgent(ctx, c, queue, id, plan)
-		}},
+		floorPhase(cfg.Steps),
+		enginePhase(plan),
 	})
 	report(t, cfg, results)
 	for _, r := range results {
@@ -124,18 +120,14 @@ func TestLoadAttribution(t *testing.T) {
 		}}
 	}
 	phases := []loadPhaseSpec{
-		{"bare temporal", []string{"-mode", "bare"}, func(ctx context.Context, c tclient.Client, id, queue string) (tclient.WorkflowRun, error) {
-			return c.ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{ID: id, TaskQueue: queue}, loadbase.WorkflowName, cfg.Steps)
-		}},
+		floorPhase(cfg.Steps),
 		extras("+ heartbeat", loadbase.Extras{Heartbeat: true}),
 		extras("+ status upserts", loadbase.Extras{StatusUpserts: true}),
 		extras("+ version marker", loadbase.Extras{Version: true}),
 		extras("+ end local activity", loadbase.Extras{EndLocal: true}),
 		extras(fmt.Sprintf("+ %d B payloads", pad), loadbase.Extras{PayloadBytes: pad}),
 		extras("+ all of them", all),
-		{"agentflow, no-op host", []string{"-mode", "engine"}, func(ctx context.Context, c tclient.Client, id, queue string) (tclient.WorkflowRun, error) {
-			return startAgent(ctx, c, queue, id, plan)
-		}},
+		enginePhase(plan),
 	}
 	results := runPhases(t, env, cfg, phases)
 	report(t, cfg, results)
@@ -151,6 +143,22 @@ type loadPhaseSpec struct {
 	name  string
 	args  []string
 	start func(ctx context.Context, c tclient.Client, id, queue string) (tclient.WorkflowRun, error)
+}
+
+// floorPhase is the floor: loadbase's bare workflow of steps no-op
+// activities.
+func floorPhase(steps int) loadPhaseSpec {
+	return loadPhaseSpec{"bare temporal", []string{"-mode", "bare"}, func(ctx context.Context, c tclient.Client, id, queue string) (tclient.WorkflowRun, error) {
+		return c.ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{ID: id, TaskQueue: queue}, loadbase.WorkflowName, steps)
+	}}
+}
+
+// enginePhase is AgentWorkflow runs of plan on the no-op host, started as
+// the CLI starts them.
+func enginePhase(plan spec.Plan) loadPhaseSpec {
+	return loadPhaseSpec{"agentflow, no-op host", []string{"-mode", "engine"}, func(ctx context.Context, c tclient.Client, id, queue string) (tclient.WorkflowRun, error) {
+		return startAgent(ctx, c, queue, id, plan)
+	}}
 }
 
 // runPhases runs phases one after the other, each on an empty dev server
