@@ -5,9 +5,11 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +32,9 @@ import (
 )
 
 const sandboxBenchImage = "agentflow/tool-echo:1.0"
+
+// clockBenchImage reports when it read its input (mode clock).
+const clockBenchImage = "agentflow/tool-testtool:1.0"
 
 var sandboxLimits = exechost.ResourceLimits{
 	NanoCPUs: 1e9, MemoryBytes: 256 << 20, DiskBytes: 64 << 20, Pids: 128,
@@ -374,9 +379,14 @@ func TestWarmPoolBench(t *testing.T) {
 		seq++
 		return exechost.ExecutionID(fmt.Sprintf("bench-pool-%d-%d", os.Getpid(), seq))
 	}
+	// answered, when set, gets each step's time from Provision's start to
+	// the tool's output back (Exec's return), before Terminate.
+	var answeredMu sync.Mutex
+	var answered *[]time.Duration
 	step := func(host *docker.Host) func() error {
 		return func() error {
 			id := nextID()
+			start := time.Now()
 			x, err := host.Provision(ctx, exechost.ProvisionRequest{ExecutionID: id, Image: img.ID, Resources: sandboxLimits, Labels: labels})
 			if err != nil {
 				return err
@@ -386,6 +396,11 @@ func TestWarmPoolBench(t *testing.T) {
 			if err != nil {
 				return err
 			}
+			answeredMu.Lock()
+			if answered != nil {
+				*answered = append(*answered, time.Since(start))
+			}
+			answeredMu.Unlock()
 			if res.ExitCode != 0 || !bytes.Contains(res.Stdout, []byte(`"text"`)) {
 				return fmt.Errorf("tool: exit %d: %s %s", res.ExitCode, res.Stdout, res.Stderr)
 			}
@@ -453,28 +468,127 @@ func TestWarmPoolBench(t *testing.T) {
 	fmt.Fprintf(&sb, "%-22s %4d %12s %12s %12s %10s %10.2f %6d/%d\n", "pool 2 only, no gap", n, "", "",
 		median(bb).Round(time.Millisecond), "", float64(median(bb))/float64(median(b0)), st.Hits, st.Hits+st.Misses-1)
 
-	// Bursts of 16: each round starts with a full pool.
+	// Bursts of 16: each round starts with a full pool. Two times per
+	// step: to the tool's answer (the issue's measure: Provision start →
+	// the tool has read its input and answered) and the whole step with
+	// Terminate; bare is a whole docker run --rm either way.
 	rounds := max(1, n/10)
-	var b, co, po []time.Duration
+	var b, co, po, coA, poA []time.Duration
 	before := pooled.PoolStats()
 	for range rounds {
 		waitFull(burst)
 		for _, f := range []struct {
-			fn  func() error
-			out *[]time.Duration
-		}{{bare, &b}, {step(cold), &co}, {step(pooled), &po}} {
+			fn       func() error
+			out, ans *[]time.Duration
+		}{{bare, &b, nil}, {step(cold), &co, &coA}, {step(pooled), &po, &poA}} {
+			answeredMu.Lock()
+			answered = f.ans
+			answeredMu.Unlock()
 			d, _, err := batch(burst, f.fn)
 			require.NoError(t, err)
 			*f.out = append(*f.out, d...)
 		}
 	}
+	answeredMu.Lock()
+	answered = nil
+	answeredMu.Unlock()
 	after := pooled.PoolStats()
-	fmt.Fprintf(&sb, "\nburst of %d steps at once (%d rounds), Provision start → tool output back:\n", burst, rounds)
-	fmt.Fprintf(&sb, "%-6s %12s %12s %12s %12s %12s %12s %9s\n", "", "bare p50", "bare p99", "cold p50", "cold p99", "pool p50", "pool p99", "pool hits")
-	fmt.Fprintf(&sb, "%-6s %12s %12s %12s %12s %12s %12s %6d/%d\n", "", durQuantile(b, 0.5).Round(time.Millisecond), durQuantile(b, 0.99).Round(time.Millisecond),
-		durQuantile(co, 0.5).Round(time.Millisecond), durQuantile(co, 0.99).Round(time.Millisecond),
-		durQuantile(po, 0.5).Round(time.Millisecond), durQuantile(po, 0.99).Round(time.Millisecond),
-		after.Hits-before.Hits, (after.Hits+after.Misses)-(before.Hits+before.Misses))
+	q := func(d []time.Duration, p float64) time.Duration { return durQuantile(d, p).Round(time.Millisecond) }
+	fmt.Fprintf(&sb, "\nburst of %d steps at once (%d rounds); pool hits %d/%d, launched through the pooled launcher %d:\n", burst, rounds,
+		after.Hits-before.Hits, (after.Hits+after.Misses)-(before.Hits+before.Misses), after.Launched-before.Launched)
+	fmt.Fprintf(&sb, "%-40s %10s %10s %10s %10s %10s %10s\n", "", "bare p50", "bare p99", "cold p50", "cold p99", "pool p50", "pool p99")
+	fmt.Fprintf(&sb, "%-40s %10s %10s %10s %10s %10s %10s\n", "Provision start → tool output back", "", "", q(coA, 0.5), q(coA, 0.99), q(poA, 0.5), q(poA, 0.99))
+	fmt.Fprintf(&sb, "%-40s %10s %10s %10s %10s %10s %10s\n", "whole step (with Terminate; bare: run)", q(b, 0.5), q(b, 0.99), q(co, 0.5), q(co, 0.99), q(po, 0.5), q(po, 0.99))
+
+	// The issue's measure, timestamped by the tool itself: Provision start
+	// → the tool has read its input (testtool's clock mode; the sandbox
+	// shares the host's clock). Its own pooled host: another image is
+	// another pool key, and the pool above is at its cap.
+	clockImg, err := c.ImageInspect(ctx, clockBenchImage)
+	require.NoError(t, err, "run `make images` first")
+	clockPool, err := docker.New(docker.Options{Client: c, Store: store,
+		Pool: docker.PoolOptions{Size: burst, MaxTotal: burst, Creates: 2, Labels: labels}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, clockPool.Drain(context.Background())) })
+	var clockMu sync.Mutex
+	clockStep := func(host *docker.Host, sink *[]time.Duration) func() error {
+		return func() error {
+			id := nextID()
+			start := time.Now()
+			x, err := host.Provision(ctx, exechost.ProvisionRequest{ExecutionID: id, Image: clockImg.ID, Resources: sandboxLimits, Labels: labels})
+			if err != nil {
+				return err
+			}
+			defer host.Terminate(context.Background(), x.ExecutionID)
+			res, err := host.Exec(ctx, id, exechost.ExecRequest{Command: []string{"/bin/tool"}, Stdin: []byte(`{"mode":"clock"}`), Timeout: time.Minute})
+			if err != nil {
+				return err
+			}
+			var out struct {
+				ReadAt string `json:"read_at_unix_nano"`
+			}
+			if err := json.Unmarshal(res.Stdout, &out); err != nil || res.ExitCode != 0 {
+				return fmt.Errorf("clock tool: exit %d: %s %s (%v)", res.ExitCode, res.Stdout, res.Stderr, err)
+			}
+			ns, err := strconv.ParseInt(out.ReadAt, 10, 64)
+			if err != nil {
+				return err
+			}
+			clockMu.Lock()
+			*sink = append(*sink, time.Unix(0, ns).Sub(start))
+			clockMu.Unlock()
+			return host.Terminate(ctx, id)
+		}
+	}
+	// The floor of that measure: the same tool started as plain processes
+	// of this machine, 16 at once, no container (what starting 16 of this
+	// tool costs on these cores).
+	hostTool := filepath.Join(t.TempDir(), "testtool")
+	build := exec.CommandContext(ctx, "go", "build", "-o", hostTool, "./tools/testtool")
+	build.Dir = ".."
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	hostStep := func(sink *[]time.Duration) func() error {
+		return func() error {
+			start := time.Now()
+			cmd := exec.CommandContext(ctx, hostTool)
+			cmd.Stdin = strings.NewReader(`{"mode":"clock"}`)
+			stdout, err := cmd.Output()
+			if err != nil {
+				return fmt.Errorf("host testtool: %w", err)
+			}
+			var out struct {
+				ReadAt string `json:"read_at_unix_nano"`
+			}
+			if err := json.Unmarshal(stdout, &out); err != nil {
+				return err
+			}
+			ns, err := strconv.ParseInt(out.ReadAt, 10, 64)
+			if err != nil {
+				return err
+			}
+			clockMu.Lock()
+			*sink = append(*sink, time.Unix(0, ns).Sub(start))
+			clockMu.Unlock()
+			return nil
+		}
+	}
+	var warmup, hoR, coR, poR []time.Duration
+	require.NoError(t, clockStep(clockPool, &warmup)()) // a miss: teaches the key
+	require.NoError(t, hostStep(&warmup)())
+	before = clockPool.PoolStats()
+	for range rounds {
+		require.Eventually(t, func() bool { return clockPool.PoolStats().Idle >= burst }, 2*time.Minute, 20*time.Millisecond)
+		for _, f := range []func() error{hostStep(&hoR), clockStep(cold, &coR), clockStep(clockPool, &poR)} {
+			_, _, err := batch(burst, f)
+			require.NoError(t, err)
+		}
+	}
+	after = clockPool.PoolStats()
+	fmt.Fprintf(&sb, "%-40s %10s %10s %10s %10s %10s %10s\n", "Provision start → tool read its input", q(hoR, 0.5), q(hoR, 0.99), q(coR, 0.5), q(coR, 0.99), q(poR, 0.5), q(poR, 0.99))
+	fmt.Fprintf(&sb, "  (testtool clock mode; bare: the same tool as %d host processes at once, no container;\n   pool/bare p50 %.2f, p99 %.2f; pool hits %d/%d, launched %d)\n", burst,
+		float64(durQuantile(poR, 0.5))/float64(durQuantile(hoR, 0.5)), float64(durQuantile(poR, 0.99))/float64(durQuantile(hoR, 0.99)),
+		after.Hits-before.Hits, (after.Hits+after.Misses)-(before.Hits+before.Misses), after.Launched-before.Launched)
 	t.Log(sb.String())
 	fmt.Print(sb.String())
 }

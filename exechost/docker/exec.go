@@ -53,7 +53,12 @@ func (h *Host) Exec(ctx context.Context, id exechost.ExecutionID, req exechost.E
 	if len(req.Stdin) > 0 {
 		cmd.Stdin = bytes.NewReader(req.Stdin)
 	}
-	res, err := h.run.Run(ctx, e.containerID, cmd)
+	// A pooled sandbox's first command starts through its prepared
+	// launcher; every other runs as its own exec.
+	res, err := h.run.RunPrepared(ctx, e.launch.Swap(nil), e.containerID, cmd)
+	if res.Launched {
+		h.pool.countLaunched()
+	}
 	live.Close(exechost.LiveStreamCloseWait)
 	out := &exechost.ExecResult{
 		ExitCode: res.ExitCode, Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Duration: res.Duration,

@@ -181,6 +181,9 @@ type execution struct {
 	// configuration.
 	poolSlot string
 	env      []string
+	// launch is a pooled sandbox's prepared launcher (pool.go): the first
+	// Exec runs through it; Terminate and a lost sandbox close it unused.
+	launch atomic.Pointer[runner.Prepared]
 }
 
 // New returns a Host. It does not contact the daemon.
@@ -396,6 +399,7 @@ func (h *Host) provision(ctx context.Context, e *execution, req exechost.Provisi
 	if id := h.takePooled(ctx, e, req, img.ID); id != "" {
 		// A warm-pool sandbox: its runtime starts now (pool.go).
 		fail := func(err error) (*exechost.Execution, error) {
+			e.launch.Swap(nil).Close()
 			h.remove(context.WithoutCancel(ctx), id)
 			return nil, err
 		}
@@ -610,6 +614,7 @@ func (h *Host) lookup(id exechost.ExecutionID) (*execution, error) {
 // underneath us, or past its deadline).
 func (h *Host) lost(e *execution) {
 	e.terminated.Store(true)
+	e.launch.Swap(nil).Close()
 	id, b := h.forget(e, true)
 	if id != "" {
 		h.remove(context.Background(), id)
@@ -638,6 +643,7 @@ func (h *Host) Terminate(ctx context.Context, id exechost.ExecutionID) error {
 		delete(h.execs, id)
 		h.tombstone(id)
 		e.terminated.Store(true)
+		e.launch.Swap(nil).Close()
 		containerID, b = e.containerID, e.egress
 		if e.timer != nil {
 			e.timer.Stop()

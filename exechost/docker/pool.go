@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentflow/agentflow/exechost"
 	"github.com/agentflow/agentflow/exechost/docker/policy"
+	"github.com/agentflow/agentflow/exechost/docker/runner"
 )
 
 // The warm pool keeps fresh, never-used, started sandboxes per pool key so
@@ -81,6 +82,9 @@ type PoolOptions struct {
 type PoolStats struct {
 	Hits, Misses int
 	Idle         int // idle sandboxes now
+	// Launched counts pooled sandboxes whose first command started
+	// through their prepared launcher (the others exec'd it).
+	Launched int
 }
 
 type pool struct {
@@ -95,6 +99,7 @@ type pool struct {
 	closed   bool
 	hits     int
 	misses   int
+	launched int
 
 	wake   chan struct{}
 	cancel context.CancelFunc
@@ -117,6 +122,9 @@ type member struct {
 	key         string
 	containerID string
 	created     time.Time
+	// launch is the launcher started in it for its first command (nil if
+	// it could not be: the sandbox is served all the same).
+	launch *runner.Prepared
 }
 
 func newPool(h *Host, opts PoolOptions) *pool {
@@ -209,6 +217,16 @@ func (p *pool) release(m *member) {
 	p.mu.Unlock()
 }
 
+// countLaunched counts a first command started through a launcher.
+func (p *pool) countLaunched() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.launched++
+	p.mu.Unlock()
+}
+
 // tracks reports whether slot is a starting or idle pooled sandbox.
 func (p *pool) tracks(slot string) bool {
 	p.mu.Lock()
@@ -220,7 +238,7 @@ func (p *pool) tracks(slot string) bool {
 func (p *pool) stats() PoolStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := PoolStats{Hits: p.hits, Misses: p.misses}
+	s := PoolStats{Hits: p.hits, Misses: p.misses, Launched: p.launched}
 	for _, k := range p.keys {
 		s.Idle += len(k.idle)
 	}
@@ -338,7 +356,7 @@ func (p *pool) create(k *poolKey, m *member) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	m.created = time.Now()
-	id, err := p.createPooled(ctx, k, m)
+	id, launch, err := p.createPooled(ctx, k, m)
 	p.mu.Lock()
 	k.starting--
 	p.starting--
@@ -349,11 +367,11 @@ func (p *pool) create(k *poolKey, m *member) {
 		p.h.log.Warn("sandbox pool: create", "pool_key", k.key, "error", err)
 		return
 	}
-	m.containerID = id
+	m.containerID, m.launch = id, launch
 	if p.closed || p.keys[k.key] != k {
 		delete(p.members, m.slot)
 		p.mu.Unlock()
-		p.h.remove(ctx, id)
+		p.discard(ctx, m)
 		return
 	}
 	k.idle = append(k.idle, m)
@@ -371,7 +389,7 @@ func (p *pool) removeAsync(ms []*member) {
 	go func() {
 		defer p.work.Done()
 		for _, m := range ms {
-			p.h.remove(context.Background(), m.containerID)
+			p.discard(context.Background(), m)
 		}
 	}()
 }
@@ -398,7 +416,7 @@ func (p *pool) drain(ctx context.Context) error {
 	<-p.done
 	var wg sync.WaitGroup
 	for _, m := range idle {
-		wg.Go(func() { p.h.remove(ctx, m.containerID) })
+		wg.Go(func() { p.discard(ctx, m) })
 	}
 	wg.Wait()
 	flushed := make(chan struct{})
@@ -414,8 +432,17 @@ func (p *pool) drain(ctx context.Context) error {
 	return nil
 }
 
-// createPooled creates and starts the container of pool slot m for key k.
-func (p *pool) createPooled(ctx context.Context, k *poolKey, m *member) (string, error) {
+// discard removes a pooled sandbox that will not be served.
+func (p *pool) discard(ctx context.Context, m *member) {
+	m.launch.Close()
+	p.h.remove(ctx, m.containerID)
+}
+
+// createPooled creates and starts the container of pool slot m for key k,
+// and starts the launcher of its first command (runner.Prepare) as the
+// tool's user: the exec a step would wait for is paid here. A sandbox
+// whose launcher cannot start is pooled without one.
+func (p *pool) createPooled(ctx context.Context, k *poolKey, m *member) (string, *runner.Prepared, error) {
 	h := p.h
 	keeper := p.opts.MaxIdle + k.tmpl.Resources.Runtime + poolSlack
 	req := k.tmpl
@@ -425,11 +452,22 @@ func (p *pool) createPooled(ctx context.Context, k *poolKey, m *member) (string,
 	spec := policy.Pooled(h.spec(req, meta), k.key, keeper)
 	resp, err := h.c.ContainerCreate(ctx, spec.Config, spec.HostConfig, spec.Network, nil, spec.Name)
 	if err != nil {
-		return "", fmt.Errorf("create pooled sandbox: %w", err)
+		return "", nil, fmt.Errorf("create pooled sandbox: %w", err)
 	}
 	if err := h.c.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
 		h.remove(context.WithoutCancel(ctx), resp.ID)
-		return "", fmt.Errorf("start pooled sandbox: %w", err)
+		return "", nil, fmt.Errorf("start pooled sandbox: %w", err)
 	}
-	return resp.ID, nil
+	var launch *runner.Prepared
+	ins, err := h.c.ContainerInspect(ctx, resp.ID)
+	if err == nil && ins.Config == nil {
+		err = fmt.Errorf("inspect %s: no configuration", resp.ID)
+	}
+	if err == nil {
+		launch, err = h.run.Prepare(ctx, resp.ID, h.policy.User(), policy.WorkspaceDir, ins.Config.Env)
+	}
+	if err != nil {
+		h.log.Debug("sandbox pool: no launcher; the first command will exec", "container_id", resp.ID, "error", err)
+	}
+	return resp.ID, launch, nil
 }

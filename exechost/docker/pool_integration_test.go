@@ -4,6 +4,8 @@ package docker_test
 
 import (
 	"context"
+	"encoding/hex"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -158,6 +160,7 @@ func TestPoolSandboxLooksCold(t *testing.T) {
 	require.Equal(t, 1, e.host.PoolStats().Hits)
 	pooledView := view(pooled.ExecutionID)
 
+	require.Equal(t, 1, e.host.PoolStats().Launched, "the pooled sandbox's first command started through its launcher")
 	require.Equal(t, coldView, pooledView)
 	for _, want := range []string{"GREETING=hello", "MODE=exec", "A_FIRST=a", "Z_LAST=z", "SERVICE_TOKEN=not-a-real-token", "read-only", "/workspace 32768"} {
 		require.Contains(t, pooledView, want)
@@ -450,4 +453,145 @@ func TestPoolTakenLeftoverIsReplaced(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, cold.host.Terminate(context.Background(), reqY.ExecutionID)) })
 	require.NotEqual(t, leftY, cold.sandbox(t, y.ExecutionID).ID)
 	cold.requireContainerGone(t, leftY)
+}
+
+// launchView prints, hex-encoded, every argument and the whole environment
+// (NUL-separated, sorted) the tool was given, its stdin, and whether
+// anything ran a command hidden in a value.
+const launchView = `
+for a in "$@"; do printf '%s' "$a" | od -An -tx1 | tr -d ' \n'; echo; done
+echo "== env"; env -0 | od -An -tx1 | tr -d ' \n'; echo
+echo "== stdin"; od -An -tx1 | tr -d ' \n'; echo
+echo "== pwned"; ls /tmp/pwned /workspace/pwned 2>&1 | grep -v 'No such file' || true
+`
+
+// hostileValues reach a tool byte for byte as arguments, step env and
+// secrets, through a pooled sandbox's launcher exactly as through a plain
+// exec, and nothing in them runs.
+var hostileValues = []string{
+	"", " ", "it's", "'", `'\''`, `"`, `\`, "$HOME", "${PATH}", "$(touch /tmp/pwned)", "`touch /tmp/pwned`",
+	"a;touch /tmp/pwned", "a && touch /workspace/pwned", "a\nb", "\n", "a\n'\nb", `'"$nl"'`, "$nl", "\t\r\n",
+	"*", "[a]", "~", "#x", "-u", "--", "=", "a=b=c", "ünïcödé ✓", "\x01\x7f", "\u2028", "exit 0", "}", ")",
+}
+
+// TestPoolLauncherCarriesHostileValues: through the launcher (the first
+// exec of a pooled sandbox, busybox ash here) a tool gets the argv, env,
+// secrets and stdin a cold sandbox's exec gives it, for every hostile
+// value; nothing in them runs.
+func TestPoolLauncherCarriesHostileValues(t *testing.T) {
+	e := setupPool(t, docker.PoolOptions{Size: 1}, nil)
+	env, secrets := map[string]string{}, map[string]string{}
+	for i, v := range hostileValues {
+		env[fmt.Sprintf("V_%d", i)] = v
+		secrets[fmt.Sprintf("S_%d", i)] = v + "-secret"
+	}
+	exec := exechost.ExecRequest{
+		Command: append([]string{"/bin/sh", "-c", launchView, "sh"}, hostileValues...),
+		Env:     env, Secrets: secrets, Timeout: 30 * time.Second,
+		Stdin: []byte("{\"input\": \"it's $(id)\"}\n\x00tail"),
+	}
+	view := func(id exechost.ExecutionID) string {
+		res, err := e.host.Exec(t.Context(), id, exec)
+		require.NoError(t, err)
+		require.Zero(t, res.ExitCode, string(res.Stderr))
+		require.Empty(t, string(res.Stderr))
+		return string(res.Stdout)
+	}
+	cold, _ := e.provision(t, func(r *exechost.ProvisionRequest) { pooledReq(r); r.Env = map[string]string{"P": "it's\nprovision"} })
+	coldView := view(cold.ExecutionID)
+	require.Eventually(t, func() bool { return e.host.PoolStats().Idle == 1 }, time.Minute, 50*time.Millisecond)
+	pooled, _ := e.provision(t, func(r *exechost.ProvisionRequest) { pooledReq(r); r.Env = map[string]string{"P": "it's\nprovision"} })
+	pooledView := view(pooled.ExecutionID)
+	require.Equal(t, 1, e.host.PoolStats().Launched)
+
+	// The environment's order is the exec's or env's; its content is equal.
+	envOf := func(view string) ([]string, string) {
+		lines := strings.Split(view, "\n")
+		b, err := hex.DecodeString(lines[len(hostileValues)+1])
+		require.NoError(t, err)
+		env := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+		slices.Sort(env)
+		lines[len(hostileValues)+1] = "(env)"
+		return env, strings.Join(lines, "\n")
+	}
+	coldEnv, coldRest := envOf(coldView)
+	env2, rest := envOf(pooledView)
+	require.Equal(t, coldEnv, env2)
+	require.Equal(t, coldRest, rest)
+
+	lines := strings.Split(rest, "\n")
+	for i, v := range hostileValues {
+		require.Equal(t, hex.EncodeToString([]byte(v)), lines[i], "argument %d", i)
+	}
+	for i, v := range hostileValues {
+		require.Contains(t, env2, fmt.Sprintf("V_%d=%s", i, v))
+		require.Contains(t, env2, fmt.Sprintf("S_%d=%s-secret", i, v))
+	}
+	require.Contains(t, env2, "P=it's\nprovision")
+	require.Equal(t, hex.EncodeToString(exec.Stdin), lines[len(hostileValues)+3])
+	require.True(t, strings.HasSuffix(pooledView, "== pwned\n"), "a value ran as a command:\n%s", pooledView)
+}
+
+// TestPoolLauncherFallsBack: a pooled sandbox whose launcher died while it
+// waited (killed from outside) still runs its first command, once, as a
+// plain exec; so does a command the launcher cannot carry (an env name that
+// is not a shell name). Neither counts as launched.
+func TestPoolLauncherFallsBack(t *testing.T) {
+	e := setupPool(t, docker.PoolOptions{Size: 2}, nil)
+	e.warm(t, 2, nil)
+	once := exechost.ExecRequest{Command: []string{"/bin/sh", "-c", "echo ran >> /workspace/count; cat /workspace/count | wc -l"},
+		Timeout: 30 * time.Second}
+
+	killed, _ := e.provision(t, pooledReq)
+	id := e.sandbox(t, killed.ExecutionID).ID
+	// As the tool's user: root in the sandbox has no capability to signal it.
+	// ([r]ead: the pattern does not match this script's own command line.)
+	ex, err := e.c.ContainerExecCreate(t.Context(), id, container.ExecOptions{User: "65532:65532", Cmd: []string{"/bin/sh", "-c",
+		`p=$(ps -o pid,args | grep '[r]ead -r l' | awk '{ print $1 }'); [ -n "$p" ] && kill -KILL $p`}})
+	require.NoError(t, err)
+	require.NoError(t, e.c.ContainerExecStart(t.Context(), ex.ID, container.ExecStartOptions{}))
+	require.Eventually(t, func() bool {
+		ins, err := e.c.ContainerExecInspect(t.Context(), ex.ID)
+		return err == nil && !ins.Running && ins.ExitCode == 0
+	}, 30*time.Second, 50*time.Millisecond, "the launcher was found and killed")
+	res, err := e.host.Exec(t.Context(), killed.ExecutionID, once)
+	require.NoError(t, err)
+	require.Zero(t, res.ExitCode, string(res.Stderr))
+	require.Equal(t, "1\n", string(res.Stdout), "ran once")
+	require.Empty(t, string(res.Stderr), "nothing of the dead launcher's")
+
+	// Bytes that are not UTF-8: the exec API's JSON makes each one U+FFFD,
+	// which the launcher would not; so such a command execs, and gets what
+	// it would get in a cold sandbox.
+	odd, _ := e.provision(t, pooledReq)
+	notUTF8 := once
+	notUTF8.Command = []string{"/bin/sh", "-c", `echo ran >> /workspace/count; printf '%s' "$0" | od -An -tx1 | tr -d ' \n'`, "a\xffb"}
+	res, err = e.host.Exec(t.Context(), odd.ExecutionID, notUTF8)
+	require.NoError(t, err)
+	require.Equal(t, hex.EncodeToString([]byte("a\uFFFDb")), string(res.Stdout))
+	out := string(e.sh(t, odd.ExecutionID, "wc -l < /workspace/count").Stdout)
+	require.Equal(t, "1\n", out, "ran once")
+	require.Equal(t, 0, e.host.PoolStats().Launched)
+}
+
+// TestPoolLauncherTimeoutFromTheCommand: a launcher prepared long before
+// its command does not shorten the command's timeout (it counts from the
+// command), and a command through a launcher that overruns it is cut and
+// its sandbox destroyed, like any exec.
+func TestPoolLauncherTimeoutFromTheCommand(t *testing.T) {
+	e := setupPool(t, docker.PoolOptions{Size: 2}, nil)
+	e.warm(t, 2, nil)
+	time.Sleep(3 * time.Second) // the launchers have waited longer than the timeout below
+	a, _ := e.provision(t, pooledReq)
+	res, err := e.host.Exec(t.Context(), a.ExecutionID, exechost.ExecRequest{Command: []string{"/bin/sh", "-c", "sleep 1; echo ok"}, Timeout: 2500 * time.Millisecond})
+	require.NoError(t, err)
+	require.Equal(t, "ok\n", string(res.Stdout))
+
+	b, _ := e.provision(t, pooledReq)
+	cid := e.sandbox(t, b.ExecutionID).ID
+	res, err = e.host.Exec(t.Context(), b.ExecutionID, exechost.ExecRequest{Command: []string{"/bin/sh", "-c", "sleep 60"}, Timeout: time.Second})
+	require.ErrorIs(t, err, exechost.ErrTimeout)
+	require.True(t, res.TimedOut)
+	e.requireContainerGone(t, cid)
+	require.Equal(t, 2, e.host.PoolStats().Launched)
 }

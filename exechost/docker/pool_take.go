@@ -40,12 +40,14 @@ func (h *Host) takePooled(ctx context.Context, e *execution, req exechost.Provis
 	e.poolSlot = m.slot
 	e.containerID = m.containerID
 	h.mu.Unlock()
+	e.launch.Store(m.launch)
 	h.pool.release(m)
 	err := h.rename(ctx, req.ExecutionID, m.containerID, policy.ContainerName(req.ExecutionID))
 	if err != nil {
 		h.mu.Lock()
 		e.poolSlot, e.containerID = "", ""
 		h.mu.Unlock()
+		e.launch.Swap(nil).Close()
 		h.remove(context.WithoutCancel(ctx), m.containerID)
 		h.log.Warn("sandbox pool: assign failed, provisioning cold", "execution_id", req.ExecutionID,
 			"container_id", m.containerID, "error", err)

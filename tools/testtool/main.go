@@ -11,7 +11,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentflow/agentflow/tools/internal/toolkit"
 )
@@ -40,6 +42,8 @@ var tool = toolkit.Tool{
   selfinspect                 report uid/gid, capabilities, interfaces, mounts, cwd, env names
   bigoutput   bytes=1048576   return an output object of about that size
   echoenv     name=X | names=[...]        return env values (to prove secrets arrive)
+  clock                       return when the input had been read: {"read_at_unix_nano": "<ns>"}
+                              (benchmarks: the time from a step's start to its tool reading its input)
   sigterm     seconds=300     wait for SIGTERM, print a marker on stderr, exit 143
   trickle     lines=5 seconds=1 message="trickle" gate=""
                               write "<message> line i/N" to stderr, one per interval; with
@@ -99,6 +103,7 @@ var modes = map[string]mode{
 	"sigterm":     modeSigterm,
 	"trickle":     modeTrickle,
 	"net":         modeNet,
+	"clock":       modeClock,
 }
 
 func main() {
@@ -131,6 +136,12 @@ func modeNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// modeClock reports the wall clock just after the input was read and
+// decoded; the sandbox shares the host's clock.
+func modeClock(context.Context, toolkit.Env, input) (any, error) {
+	return map[string]any{"read_at_unix_nano": strconv.FormatInt(time.Now().UnixNano(), 10)}, nil
 }
 
 func modeOK(_ context.Context, _ toolkit.Env, in input) (any, error) {

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentflow/agentflow/tools/internal/toolkit"
 	"github.com/stretchr/testify/require"
@@ -54,6 +56,19 @@ func TestModes(t *testing.T) {
 		{name: "unknown mode", stdin: `{"mode":"dance"}`, wantCode: 2, wantJSON: map[string]any{"error": "invalid input: unknown mode \"dance\" (one of " + strings.Join(modeNames(), ", ") + ")"}},
 	}
 	t.Setenv("TESTTOOL_PROBE", "s3cr3t")
+	t.Run("clock", func(t *testing.T) {
+		before := time.Now().UnixNano()
+		r := runTool(t, t.Context(), `{"mode":"clock"}`, nil)
+		require.Zero(t, r.code, r.stdout)
+		var out struct {
+			ReadAt string `json:"read_at_unix_nano"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+		ns, err := strconv.ParseInt(out.ReadAt, 10, 64)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, ns, before)
+		require.LessOrEqual(t, ns, time.Now().UnixNano())
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := runTool(t, t.Context(), tt.stdin, tt.env)

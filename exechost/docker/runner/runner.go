@@ -6,6 +6,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -68,6 +69,9 @@ type Result struct {
 	Truncated bool
 	Aborted   bool
 	Destroyed bool
+	// Launched: the command started through a prepared launcher
+	// (RunPrepared), not an exec of its own.
+	Launched bool
 }
 
 // Options tune a Runner; zero values take defaults.
@@ -150,11 +154,10 @@ func (cw cappedWriter) Write(p []byte) (int, error) {
 // Run executes cmd in the container and waits for it.
 func (r *Runner) Run(ctx context.Context, containerID string, cmd Command) (Result, error) {
 	start := time.Now()
-	res := Result{ExitCode: -1}
 	if cmd.User == "" {
-		return res, fmt.Errorf("exec %v in %s: %w", cmd.Argv, containerID, ErrNoUser)
+		return Result{ExitCode: -1}, fmt.Errorf("exec %v in %s: %w", cmd.Argv, containerID, ErrNoUser)
 	}
-	created, err := r.c.ContainerExecCreate(ctx, containerID, container.ExecOptions{
+	execID, hj, err := r.start(ctx, containerID, container.ExecOptions{
 		User:         cmd.User,
 		WorkingDir:   cmd.WorkDir,
 		Env:          cmd.Env,
@@ -164,12 +167,102 @@ func (r *Runner) Run(ctx context.Context, containerID string, cmd Command) (Resu
 		AttachStderr: true,
 	})
 	if err != nil {
-		return res, classify(fmt.Errorf("create exec in %s: %w", containerID, err))
+		return Result{ExitCode: -1}, err
+	}
+	return r.wait(ctx, containerID, execID, hj, cmd, start, nil)
+}
+
+// start creates and starts an exec, attached.
+func (r *Runner) start(ctx context.Context, containerID string, o container.ExecOptions) (string, types.HijackedResponse, error) {
+	created, err := r.c.ContainerExecCreate(ctx, containerID, o)
+	if err != nil {
+		return "", types.HijackedResponse{}, classify(fmt.Errorf("create exec in %s: %w", containerID, err))
 	}
 	hj, err := r.c.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
 	if err != nil {
-		return res, classify(fmt.Errorf("attach exec in %s: %w", containerID, err))
+		return "", types.HijackedResponse{}, classify(fmt.Errorf("attach exec in %s: %w", containerID, err))
 	}
+	return created.ID, hj, nil
+}
+
+// Prepared is a launcher started ahead of its command (launch.go). It
+// serves one command; Close releases one that will not be used (the
+// launcher sees its stdin end and exits having run nothing).
+type Prepared struct {
+	containerID, execID string
+	user, workDir       string
+	base                []string // the container's own values of shellVars
+	hj                  types.HijackedResponse
+	once                sync.Once
+}
+
+// Close releases p's connection. It is safe to call more than once and
+// while p runs a command (which then fails).
+func (p *Prepared) Close() {
+	if p != nil {
+		p.once.Do(p.hj.Close)
+	}
+}
+
+// Prepare starts a launcher in the container as user, in workDir, for one
+// later RunPrepared. It costs the exec a command would cost, now instead
+// of when the command is due. env is the container's configured
+// environment (Config.Env), which a plain exec starts from.
+func (r *Runner) Prepare(ctx context.Context, containerID, user, workDir string, env []string) (*Prepared, error) {
+	if user == "" {
+		return nil, fmt.Errorf("prepare launcher in %s: %w", containerID, ErrNoUser)
+	}
+	execID, hj, err := r.start(ctx, containerID, container.ExecOptions{
+		User: user, WorkingDir: workDir, Cmd: launcherArgv,
+		AttachStdin: true, AttachStdout: true, AttachStderr: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("prepare launcher: %w", err)
+	}
+	return &Prepared{containerID: containerID, execID: execID, user: user, workDir: workDir, base: baseVars(env), hj: hj}, nil
+}
+
+// RunPrepared runs cmd through p, which it uses up, and waits for it, like
+// Run. When p is nil, is for another user or directory, cannot carry cmd
+// exactly (ErrNotLaunchable) or ended before starting it, cmd runs through
+// Run instead: in each of those cases nothing of cmd has run.
+func (r *Runner) RunPrepared(ctx context.Context, p *Prepared, containerID string, cmd Command) (Result, error) {
+	if p == nil {
+		return r.Run(ctx, containerID, cmd)
+	}
+	if err := ctx.Err(); err != nil {
+		// As a plain exec's create would: fail, run nothing, leave the
+		// container as it is (the launcher ends when its stdin closes).
+		p.Close()
+		return Result{ExitCode: -1}, fmt.Errorf("exec in %s: %w", containerID, err)
+	}
+	start := time.Now()
+	line, err := launchLine(cmd, p.base)
+	if err == nil && (p.containerID != containerID || p.user != cmd.User || p.workDir != cmd.WorkDir) {
+		err = fmt.Errorf("%w: prepared for another container, user or directory", ErrNotLaunchable)
+	}
+	if err != nil {
+		p.Close()
+		r.opts.Logger.Debug("exec without the prepared launcher", "container_id", containerID, "reason", err)
+		return r.Run(ctx, containerID, cmd)
+	}
+	res, err := r.wait(ctx, containerID, p.execID, p.hj, cmd, start, line)
+	p.Close()
+	if errors.Is(err, errNotLaunched) {
+		r.opts.Logger.Debug("prepared launcher did not start the command; exec instead", "container_id", containerID, "reason", err)
+		return r.Run(ctx, containerID, cmd)
+	}
+	res.Launched = true
+	return res, err
+}
+
+// wait feeds and reads a started exec until it ends, the deadline passes,
+// ctx ends or a stream fails. With a launch line it is a prepared
+// launcher's: the line goes first on stdin, and the launch gate strips the
+// marker from stdout and holds stderr until it.
+func (r *Runner) wait(ctx context.Context, containerID, execID string, hj types.HijackedResponse, cmd Command, start time.Time, line []byte) (Result, error) {
+	res := Result{ExitCode: -1}
+	created := container.ExecCreateResponse{ID: execID}
 	var closeOnce sync.Once
 	closeConn := func() { closeOnce.Do(hj.Close) }
 
@@ -177,12 +270,21 @@ func (r *Runner) Run(ctx context.Context, containerID string, cmd Command) (Resu
 	defer wg.Wait()
 	defer closeConn()
 
+	var gate *launchGate
+	if line != nil {
+		gate = &launchGate{}
+	}
 	outCh := make(chan error, 1)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		c := &capped{limit: cmd.MaxOutput}
-		_, err := stdcopy.StdCopy(cappedWriter{c, cmd.Stdout}, cappedWriter{c, cmd.Stderr}, hj.Reader)
+		var stdout, stderr io.Writer = cappedWriter{c, cmd.Stdout}, cappedWriter{c, cmd.Stderr}
+		if gate != nil {
+			gate.stdout, gate.stderr = stdout, stderr
+			stdout, stderr = gateStdout{gate}, gateStderr{gate}
+		}
+		_, err := stdcopy.StdCopy(stdout, stderr, hj.Reader)
 		outCh <- err
 		if err != nil {
 			// Keep reading (and dropping) until the connection is closed: a
@@ -191,11 +293,20 @@ func (r *Runner) Run(ctx context.Context, containerID string, cmd Command) (Resu
 		}
 	}()
 	inCh := make(chan error, 1)
-	if cmd.Stdin != nil {
+	stdin := cmd.Stdin
+	if line != nil {
+		// A launcher's stdin is always attached: the line, then the
+		// command's input, then EOF (a plain exec without Stdin has none).
+		stdin = bytes.NewReader(line)
+		if cmd.Stdin != nil {
+			stdin = io.MultiReader(stdin, cmd.Stdin)
+		}
+	}
+	if stdin != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			inCh <- copyStdin(hj, cmd.Stdin)
+			inCh <- copyStdin(hj, stdin)
 		}()
 	}
 
@@ -228,6 +339,8 @@ func (r *Runner) Run(ctx context.Context, containerID string, cmd Command) (Resu
 		case errors.As(err, &se):
 			res.Aborted = true
 			return fmt.Errorf("output sink: %w: %w", exechost.ErrAborted, se.err)
+		case errors.Is(err, errLaunchProtocol):
+			return err
 		}
 		return nil
 	}
@@ -288,8 +401,22 @@ func (r *Runner) Run(ctx context.Context, containerID string, cmd Command) (Resu
 				closeConn()
 			}
 		}
+		if gate != nil {
+			closeConn()
+			wg.Wait() // the gate is the output goroutine's until it ends
+			if !gate.launched() {
+				return finish(fmt.Errorf("%w (exit %d: %q)", errNotLaunched, res.ExitCode, truncate(gate.held, 200)))
+			}
+		}
 		return finish(nil)
 	}
+}
+
+func truncate(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
 }
 
 // copyStdin feeds the process and closes its stdin. Only a failure to read

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -21,7 +22,12 @@ import (
 	"github.com/agentflow/agentflow/exechost"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "1" {
+		launchHelper() // launch_test.go: this binary as the command
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // proc is the fake process behind one exec.
 type proc struct {
