@@ -117,7 +117,7 @@ const toolView = `
 echo "== id"; id
 echo "== env"; env | sort
 echo "== hostname"; hostname; pwd
-echo "== status"; grep -E '^(Uid|Gid|Groups|NoNewPrivs|Seccomp|Cap(Inh|Prm|Eff|Bnd|Amb)):' /proc/self/status
+echo "== status"; grep -E '^(Uid|Gid|Groups|NoNewPrivs|Seccomp|Cap(Inh|Prm|Eff|Bnd|Amb)|Sig(Ign|Blk)):' /proc/self/status; ls /proc/self/fd
 echo "== mounts"; awk '{ s=0; for (i=7; i<=NF; i++) if ($i=="-") { s=i; break }; print $5, $6, $(s+1), $(s+3) }' /proc/self/mountinfo | sed -E 's/[0-9A-Za-z]{20,}/X/g' | sort
 echo "== df"; df -k /workspace /tmp /dev/shm | awk 'NR>1 { print $6, $2 }'
 echo "== cgroup"; cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/pids.max /sys/fs/cgroup/cpu.max /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us 2>/dev/null
