@@ -161,6 +161,7 @@ var errLaunchProtocol = errors.New("prepared launcher: first byte on stdout is n
 // arrive before the marker), so a launcher that fails writes nothing to
 // the command's streams. StdCopy calls both writers from one goroutine.
 type launchGate struct {
+	line           []byte // written to the launcher's stdin first
 	stdout, stderr io.Writer
 	marked         bool // the marker came on stdout
 	released       bool // stderr goes straight through

@@ -246,21 +246,23 @@ func (r *Runner) RunPrepared(ctx context.Context, p *Prepared, containerID strin
 		r.opts.Logger.Debug("exec without the prepared launcher", "container_id", containerID, "reason", err)
 		return r.Run(ctx, containerID, cmd)
 	}
-	res, err := r.wait(ctx, containerID, p.execID, p.hj, cmd, start, line)
+	gate := &launchGate{line: line}
+	res, err := r.wait(ctx, containerID, p.execID, p.hj, cmd, start, gate)
 	p.Close()
 	if errors.Is(err, errNotLaunched) {
 		r.opts.Logger.Debug("prepared launcher did not start the command; exec instead", "container_id", containerID, "reason", err)
 		return r.Run(ctx, containerID, cmd)
 	}
-	res.Launched = true
+	res.Launched = gate.launched() // wait's goroutines have ended
 	return res, err
 }
 
 // wait feeds and reads a started exec until it ends, the deadline passes,
-// ctx ends or a stream fails. With a launch line it is a prepared
-// launcher's: the line goes first on stdin, and the launch gate strips the
-// marker from stdout and holds stderr until it.
-func (r *Runner) wait(ctx context.Context, containerID, execID string, hj types.HijackedResponse, cmd Command, start time.Time, line []byte) (Result, error) {
+// ctx ends or a stream fails. With a gate it is a prepared launcher's: the
+// gate's line goes first on stdin, and the gate strips the marker from
+// stdout and holds stderr until it. Its goroutines have ended when it
+// returns.
+func (r *Runner) wait(ctx context.Context, containerID, execID string, hj types.HijackedResponse, cmd Command, start time.Time, gate *launchGate) (Result, error) {
 	res := Result{ExitCode: -1}
 	created := container.ExecCreateResponse{ID: execID}
 	var closeOnce sync.Once
@@ -270,10 +272,6 @@ func (r *Runner) wait(ctx context.Context, containerID, execID string, hj types.
 	defer wg.Wait()
 	defer closeConn()
 
-	var gate *launchGate
-	if line != nil {
-		gate = &launchGate{}
-	}
 	outCh := make(chan error, 1)
 	wg.Add(1)
 	go func() {
@@ -294,10 +292,10 @@ func (r *Runner) wait(ctx context.Context, containerID, execID string, hj types.
 	}()
 	inCh := make(chan error, 1)
 	stdin := cmd.Stdin
-	if line != nil {
+	if gate != nil {
 		// A launcher's stdin is always attached: the line, then the
 		// command's input, then EOF (a plain exec without Stdin has none).
-		stdin = bytes.NewReader(line)
+		stdin = bytes.NewReader(gate.line)
 		if cmd.Stdin != nil {
 			stdin = io.MultiReader(stdin, cmd.Stdin)
 		}
