@@ -33,6 +33,9 @@ import (
 
 const sandboxBenchImage = "agentflow/tool-echo:1.0"
 
+// poolWarm is what the worker's pool warms (worker/docker.go): the tool.
+var poolWarm = []string{"/bin/tool"}
+
 // clockBenchImage reports when it read its input (mode clock).
 const clockBenchImage = "agentflow/tool-testtool:1.0"
 
@@ -362,7 +365,7 @@ func TestWarmPoolBench(t *testing.T) {
 	require.NoError(t, err)
 	const burst = 16
 	pooled, err := docker.New(docker.Options{Client: c, Store: store,
-		Pool: docker.PoolOptions{Size: burst, MaxTotal: burst, Creates: 2, Labels: labels}})
+		Pool: docker.PoolOptions{Size: burst, MaxTotal: burst, Creates: 2, Labels: labels, Warm: poolWarm}})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, pooled.Drain(context.Background())) })
 
@@ -453,7 +456,7 @@ func TestWarmPoolBench(t *testing.T) {
 	// refill races the next step (the rows above interleave bare and cold
 	// steps, in which the pool refills).
 	small, err := docker.New(docker.Options{Client: c, Store: store,
-		Pool: docker.PoolOptions{Size: 2, Labels: labels}})
+		Pool: docker.PoolOptions{Size: 2, Labels: labels, Warm: poolWarm}})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, small.Drain(context.Background())) })
 	require.NoError(t, step(small)())
@@ -507,7 +510,7 @@ func TestWarmPoolBench(t *testing.T) {
 	clockImg, err := c.ImageInspect(ctx, clockBenchImage)
 	require.NoError(t, err, "run `make images` first")
 	clockPool, err := docker.New(docker.Options{Client: c, Store: store,
-		Pool: docker.PoolOptions{Size: burst, MaxTotal: burst, Creates: 2, Labels: labels}})
+		Pool: docker.PoolOptions{Size: burst, MaxTotal: burst, Creates: 2, Labels: labels, Warm: poolWarm}})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, clockPool.Drain(context.Background())) })
 	var clockMu sync.Mutex

@@ -12,6 +12,7 @@ import (
 
 	dockerclient "github.com/docker/docker/client"
 
+	"github.com/agentflow/agentflow/activities"
 	"github.com/agentflow/agentflow/exechost/checkpoint"
 	"github.com/agentflow/agentflow/exechost/docker"
 	"github.com/agentflow/agentflow/exechost/gitsource"
@@ -60,7 +61,8 @@ func newDockerBackend(ctx context.Context, cfg Config, store *checkpoint.Sealed,
 		// The warm pool (off by default): its sandboxes carry the
 		// worker's sandbox labels, and only steps with those labels (all
 		// of them, from RunStep) are served from it.
-		Pool: docker.PoolOptions{Size: cfg.WarmPool, MaxIdle: cfg.WarmPoolIdle, Labels: cfg.SandboxLabels, OnTake: m.PoolTake},
+		Pool: docker.PoolOptions{Size: cfg.WarmPool, MaxIdle: cfg.WarmPoolIdle, Labels: cfg.SandboxLabels, OnTake: m.PoolTake,
+			Warm: activities.ToolCommand[:1]},
 	})
 	if err != nil {
 		dc.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -76,6 +77,10 @@ type PoolOptions struct {
 	Labels map[string]string
 	// OnTake, if set, is told each poolable Provision's outcome (metrics).
 	OnTake func(hit bool)
+	// Warm are files in the image each pooled sandbox reads once when it
+	// is filled (the worker's: the tool binary), so its first command
+	// does not pay their first read (runner.PrepareOptions.Warm).
+	Warm []string
 }
 
 // PoolStats counts takes since the host was built.
@@ -141,6 +146,7 @@ func newPool(h *Host, opts PoolOptions) *pool {
 		opts.Creates = 1
 	}
 	opts.Labels = maps.Clone(opts.Labels)
+	opts.Warm = slices.Clone(opts.Warm)
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &pool{
 		h: h, opts: opts, tick: min(max(opts.MaxIdle/8, 100*time.Millisecond), 5*time.Second),
@@ -464,7 +470,8 @@ func (p *pool) createPooled(ctx context.Context, k *poolKey, m *member) (string,
 		err = fmt.Errorf("inspect %s: no configuration", resp.ID)
 	}
 	if err == nil {
-		launch, err = h.run.Prepare(ctx, resp.ID, h.policy.User(), policy.WorkspaceDir, ins.Config.Env)
+		launch, err = h.run.Prepare(ctx, resp.ID, runner.PrepareOptions{
+			User: h.policy.User(), WorkDir: policy.WorkspaceDir, Env: ins.Config.Env, Warm: p.opts.Warm})
 	}
 	if err != nil {
 		h.log.Debug("sandbox pool: no launcher; the first command will exec", "container_id", resp.ID, "error", err)

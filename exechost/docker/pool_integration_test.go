@@ -42,6 +42,9 @@ func setupPool(t *testing.T, opts docker.PoolOptions, mutate func(*docker.Option
 	t.Helper()
 	e := setup(t)
 	opts.Labels = poolLabels
+	if opts.Warm == nil {
+		opts.Warm = []string{"/bin/busybox", "/bin/tool"} // as the worker warms /bin/tool; the base image has none
+	}
 	o := docker.Options{Client: e.c, Store: e.sealed, KillGrace: time.Second, Runtime: sandboxRuntime, Pool: opts}
 	if mutate != nil {
 		mutate(&o)

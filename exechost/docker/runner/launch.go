@@ -26,14 +26,16 @@ import (
 // the variables a shell adds to what it exports (shellVars) are unset again
 // and, where the container's own configuration has them, set back to that.
 
-// launcherScript reads exactly one line (the read builtin takes its input a
-// byte at a time from a pipe, so nothing past the newline is consumed) and
-// evaluates it. nl lets a quoted value carry a newline on a single line.
-// Without a whole line (the connection closed) it exits 125 having run
-// nothing.
-const launcherScript = "nl='\n'; IFS= read -r l || exit 125; eval \"$l\""
+// launcherScript reads the files it is given (PrepareOptions.Warm: its
+// arguments, never evaluated), then exactly one line (the read builtin
+// takes its input a byte at a time from a pipe, so nothing past the
+// newline is consumed) and evaluates it. nl lets a quoted value carry a
+// newline on a single line. Without a whole line (the connection closed)
+// it exits 125 having run nothing.
+const launcherScript = "for f; do cat -- \"$f\" >/dev/null 2>&1; done; nl='\n'; IFS= read -r l || exit 125; eval \"$l\""
 
-var launcherArgv = []string{"/bin/sh", "-c", launcherScript}
+// launcherArgv is followed by the files to warm ($0 is "launcher").
+var launcherArgv = []string{"/bin/sh", "-c", launcherScript, "launcher"}
 
 // shellVars are the variables sh, dash, bash or busybox ash put into the
 // environment they pass on, which a plain exec does not have.

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -240,7 +241,7 @@ func runBoth(t *testing.T, h *hostExec, cmd Command) (plain, launched helperView
 	res, err := r.Run(t.Context(), "c1", c1)
 	plain = view(res, err, &o1, &e1)
 
-	p, err := r.Prepare(t.Context(), "c1", tool, "", h.base)
+	p, err := r.Prepare(t.Context(), "c1", PrepareOptions{User: tool, Env: h.base})
 	require.NoError(t, err)
 	before := h.execCount()
 	c2 := cmd
@@ -350,7 +351,7 @@ func TestRunPreparedFallsBack(t *testing.T) {
 			cmd := helperCommand(t, []string{"AGENTFLOW_LAUNCH_COUNT=" + count}, []string{"a"})
 			var out, errOut bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errOut
-			p, err := r.Prepare(t.Context(), "c1", tool, "", h.base)
+			p, err := r.Prepare(t.Context(), "c1", PrepareOptions{User: tool, Env: h.base})
 			require.NoError(t, err)
 			if tc.prepare != nil {
 				tc.prepare(t, h, p)
@@ -437,7 +438,7 @@ func TestLaunchGate(t *testing.T) {
 func TestPreparedCloseUnused(t *testing.T) {
 	h := newHostExec(t, hostBase)
 	r := fastRunner(h)
-	p, err := r.Prepare(t.Context(), "c1", tool, "", h.base)
+	p, err := r.Prepare(t.Context(), "c1", PrepareOptions{User: tool, Env: h.base})
 	require.NoError(t, err)
 	p.Close()
 	p.Close()
@@ -459,7 +460,7 @@ func TestPreparedCloseUnused(t *testing.T) {
 func TestRunPreparedDoneContext(t *testing.T) {
 	h := newHostExec(t, hostBase)
 	r := fastRunner(h)
-	p, err := r.Prepare(t.Context(), "c1", tool, "", h.base)
+	p, err := r.Prepare(t.Context(), "c1", PrepareOptions{User: tool, Env: h.base})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -473,4 +474,43 @@ func TestRunPreparedDoneContext(t *testing.T) {
 	require.Equal(t, 125, proc.exit, "the launcher ran nothing")
 	_, err = os.Stat(count)
 	require.True(t, os.IsNotExist(err), "the command did not run")
+}
+
+// TestPrepareWarms: the launcher reads the files it is told to warm before
+// it waits (a FIFO shows the read), skips missing ones, never evaluates
+// their names, and still runs the command exactly.
+func TestPrepareWarms(t *testing.T) {
+	_ = os.Remove("/tmp/pwned")
+	h := newHostExec(t, hostBase)
+	r := fastRunner(h)
+	fifo := filepath.Join(t.TempDir(), "tool")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	p, err := r.Prepare(t.Context(), "c1", PrepareOptions{User: tool, Env: h.base,
+		Warm: []string{"/nonexistent/tool", "$(touch /tmp/pwned)", fifo}})
+	require.NoError(t, err)
+	opened := make(chan error, 1)
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0) // blocks until the launcher opens it to read
+		if err == nil {
+			_, err = f.WriteString("the binary's pages")
+			f.Close()
+		}
+		opened <- err
+	}()
+	select {
+	case err := <-opened:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the launcher never read the file it was to warm")
+	}
+	var out, errOut bytes.Buffer
+	cmd := helperCommand(t, nil, []string{"a"})
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	res, err := r.RunPrepared(t.Context(), p, "c1", cmd)
+	require.NoError(t, err)
+	require.True(t, res.Launched)
+	require.Equal(t, 7, res.ExitCode)
+	require.Equal(t, "helper stderr", errOut.String(), "nothing of cat's errors")
+	_, err = os.Stat("/tmp/pwned")
+	require.True(t, os.IsNotExist(err), "a file name ran as a command")
 }

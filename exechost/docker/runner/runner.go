@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -204,22 +205,33 @@ func (p *Prepared) Close() {
 	}
 }
 
-// Prepare starts a launcher in the container as user, in workDir, for one
-// later RunPrepared. It costs the exec a command would cost, now instead
-// of when the command is due. env is the container's configured
-// environment (Config.Env), which a plain exec starts from.
-func (r *Runner) Prepare(ctx context.Context, containerID, user, workDir string, env []string) (*Prepared, error) {
-	if user == "" {
+// PrepareOptions say who a launcher runs as and where.
+type PrepareOptions struct {
+	User, WorkDir string
+	// Env is the container's configured environment (Config.Env), which
+	// a plain exec starts from.
+	Env []string
+	// Warm are files the launcher reads once before it waits, so the
+	// command does not pay their first read (through fuse-overlayfs, that
+	// is once per container). Missing ones are skipped.
+	Warm []string
+}
+
+// Prepare starts a launcher in the container for one later RunPrepared.
+// It costs the exec a command would cost, now instead of when the command
+// is due.
+func (r *Runner) Prepare(ctx context.Context, containerID string, o PrepareOptions) (*Prepared, error) {
+	if o.User == "" {
 		return nil, fmt.Errorf("prepare launcher in %s: %w", containerID, ErrNoUser)
 	}
 	execID, hj, err := r.start(ctx, containerID, container.ExecOptions{
-		User: user, WorkingDir: workDir, Cmd: launcherArgv,
+		User: o.User, WorkingDir: o.WorkDir, Cmd: append(slices.Clone(launcherArgv), o.Warm...),
 		AttachStdin: true, AttachStdout: true, AttachStderr: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("prepare launcher: %w", err)
 	}
-	return &Prepared{containerID: containerID, execID: execID, user: user, workDir: workDir, base: baseVars(env), hj: hj}, nil
+	return &Prepared{containerID: containerID, execID: execID, user: o.User, workDir: o.WorkDir, base: baseVars(o.Env), hj: hj}, nil
 }
 
 // RunPrepared runs cmd through p, which it uses up, and waits for it, like
