@@ -382,23 +382,34 @@ func TestWarmPoolBench(t *testing.T) {
 		seq++
 		return exechost.ExecutionID(fmt.Sprintf("bench-pool-%d-%d", os.Getpid(), seq))
 	}
-	// answered, when set, gets each step's time from Provision's start to
-	// the tool's output back (Exec's return), before Terminate.
-	var answeredMu sync.Mutex
-	var answered *[]time.Duration
-	step := func(host *docker.Host) func() error {
+	// hostStep is one step on host: Provision of image → Exec of /bin/tool
+	// with stdin → Terminate; answer checks the result and may record a
+	// time against the step's start (Provision's).
+	hostStep := func(host *docker.Host, image string, stdin []byte, answer func(start time.Time, res *exechost.ExecResult) error) func() error {
 		return func() error {
 			id := nextID()
 			start := time.Now()
-			x, err := host.Provision(ctx, exechost.ProvisionRequest{ExecutionID: id, Image: img.ID, Resources: sandboxLimits, Labels: labels})
+			x, err := host.Provision(ctx, exechost.ProvisionRequest{ExecutionID: id, Image: image, Resources: sandboxLimits, Labels: labels})
 			if err != nil {
 				return err
 			}
 			defer host.Terminate(context.Background(), x.ExecutionID)
-			res, err := host.Exec(ctx, id, exechost.ExecRequest{Command: []string{"/bin/tool"}, Stdin: payload, Timeout: time.Minute})
+			res, err := host.Exec(ctx, id, exechost.ExecRequest{Command: []string{"/bin/tool"}, Stdin: stdin, Timeout: time.Minute})
 			if err != nil {
 				return err
 			}
+			if err := answer(start, res); err != nil {
+				return err
+			}
+			return host.Terminate(ctx, id)
+		}
+	}
+	// answered, when set, gets each echo step's time from Provision's
+	// start to the tool's output back (Exec's return), before Terminate.
+	var answeredMu sync.Mutex
+	var answered *[]time.Duration
+	step := func(host *docker.Host) func() error {
+		return hostStep(host, img.ID, payload, func(start time.Time, res *exechost.ExecResult) error {
 			answeredMu.Lock()
 			if answered != nil {
 				*answered = append(*answered, time.Since(start))
@@ -407,8 +418,8 @@ func TestWarmPoolBench(t *testing.T) {
 			if res.ExitCode != 0 || !bytes.Contains(res.Stdout, []byte(`"text"`)) {
 				return fmt.Errorf("tool: exit %d: %s %s", res.ExitCode, res.Stdout, res.Stderr)
 			}
-			return host.Terminate(ctx, id)
-		}
+			return nil
+		})
 	}
 	bare := func() error { return bareDockerRun(ctx, img.ID, payload) }
 	// waitFull waits until the pool holds want idle sandboxes (not timed).
@@ -514,35 +525,25 @@ func TestWarmPoolBench(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, clockPool.Drain(context.Background())) })
 	var clockMu sync.Mutex
-	clockStep := func(host *docker.Host, sink *[]time.Duration) func() error {
-		return func() error {
-			id := nextID()
-			start := time.Now()
-			x, err := host.Provision(ctx, exechost.ProvisionRequest{ExecutionID: id, Image: clockImg.ID, Resources: sandboxLimits, Labels: labels})
-			if err != nil {
-				return err
-			}
-			defer host.Terminate(context.Background(), x.ExecutionID)
-			res, err := host.Exec(ctx, id, exechost.ExecRequest{Command: []string{"/bin/tool"}, Stdin: []byte(`{"mode":"clock"}`), Timeout: time.Minute})
-			if err != nil {
-				return err
-			}
-			var out struct {
-				ReadAt string `json:"read_at_unix_nano"`
-			}
-			if err := json.Unmarshal(res.Stdout, &out); err != nil || res.ExitCode != 0 {
-				return fmt.Errorf("clock tool: exit %d: %s %s (%v)", res.ExitCode, res.Stdout, res.Stderr, err)
-			}
-			ns, err := strconv.ParseInt(out.ReadAt, 10, 64)
-			if err != nil {
-				return err
-			}
-			clockMu.Lock()
-			*sink = append(*sink, time.Unix(0, ns).Sub(start))
-			clockMu.Unlock()
-			return host.Terminate(ctx, id)
+	record := func(sink *[]time.Duration, start time.Time, stdout []byte) error {
+		at, err := clockReadAt(stdout)
+		if err != nil {
+			return err
 		}
+		clockMu.Lock()
+		*sink = append(*sink, at.Sub(start))
+		clockMu.Unlock()
+		return nil
 	}
+	clockStep := func(host *docker.Host, sink *[]time.Duration) func() error {
+		return hostStep(host, clockImg.ID, []byte(`{"mode":"clock"}`), func(start time.Time, res *exechost.ExecResult) error {
+			if res.ExitCode != 0 {
+				return fmt.Errorf("clock tool: exit %d: %s %s", res.ExitCode, res.Stdout, res.Stderr)
+			}
+			return record(sink, start, res.Stdout)
+		})
+	}
+
 	// The floor of that measure: the same tool started as plain processes
 	// of this machine, 16 at once, no container (what starting 16 of this
 	// tool costs on these cores).
@@ -551,7 +552,7 @@ func TestWarmPoolBench(t *testing.T) {
 	build.Dir = ".."
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	hostStep := func(sink *[]time.Duration) func() error {
+	processStep := func(sink *[]time.Duration) func() error {
 		return func() error {
 			start := time.Now()
 			cmd := exec.CommandContext(ctx, hostTool)
@@ -560,29 +561,16 @@ func TestWarmPoolBench(t *testing.T) {
 			if err != nil {
 				return fmt.Errorf("host testtool: %w", err)
 			}
-			var out struct {
-				ReadAt string `json:"read_at_unix_nano"`
-			}
-			if err := json.Unmarshal(stdout, &out); err != nil {
-				return err
-			}
-			ns, err := strconv.ParseInt(out.ReadAt, 10, 64)
-			if err != nil {
-				return err
-			}
-			clockMu.Lock()
-			*sink = append(*sink, time.Unix(0, ns).Sub(start))
-			clockMu.Unlock()
-			return nil
+			return record(sink, start, stdout)
 		}
 	}
 	var warmup, hoR, coR, poR []time.Duration
 	require.NoError(t, clockStep(clockPool, &warmup)()) // a miss: teaches the key
-	require.NoError(t, hostStep(&warmup)())
+	require.NoError(t, processStep(&warmup)())
 	before = clockPool.PoolStats()
 	for range rounds {
 		require.Eventually(t, func() bool { return clockPool.PoolStats().Idle >= burst }, 2*time.Minute, 20*time.Millisecond)
-		for _, f := range []func() error{hostStep(&hoR), clockStep(cold, &coR), clockStep(clockPool, &poR)} {
+		for _, f := range []func() error{processStep(&hoR), clockStep(cold, &coR), clockStep(clockPool, &poR)} {
 			_, _, err := batch(burst, f)
 			require.NoError(t, err)
 		}
@@ -594,6 +582,21 @@ func TestWarmPoolBench(t *testing.T) {
 		after.Hits-before.Hits, (after.Hits+after.Misses)-(before.Hits+before.Misses), after.Launched-before.Launched)
 	t.Log(sb.String())
 	fmt.Print(sb.String())
+}
+
+// clockReadAt is when testtool's clock mode had read its input.
+func clockReadAt(stdout []byte) (time.Time, error) {
+	var out struct {
+		ReadAt string `json:"read_at_unix_nano"`
+	}
+	if err := json.Unmarshal(stdout, &out); err != nil {
+		return time.Time{}, fmt.Errorf("clock tool output %q: %w", stdout, err)
+	}
+	ns, err := strconv.ParseInt(out.ReadAt, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("clock tool output %q: %w", stdout, err)
+	}
+	return time.Unix(0, ns), nil
 }
 
 // durQuantile is the nearest-rank q-quantile of d.
