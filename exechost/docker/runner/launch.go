@@ -53,8 +53,8 @@ const maxLaunchLine = 64 << 10
 // ErrNotLaunchable: the command cannot be carried by a launcher line
 // exactly (an environment name that is not a shell identifier, a NUL or
 // bytes that are not UTF-8, an argv[0] env would read as an option or an
-// assignment, a line too long). The
-// caller runs it the usual way; nothing ran.
+// assignment, a line too long). The caller runs it the usual way; nothing
+// ran.
 var ErrNotLaunchable = errors.New("command not launchable through a prepared launcher")
 
 // errNotLaunched: the launcher ended without printing launchMarker, so the
@@ -75,7 +75,7 @@ func launchLine(cmd Command, base []string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: argv[0] %q starts with '-' or holds '='", ErrNotLaunchable, a0)
 	}
 	var b strings.Builder
-	b.WriteString(`command -v env >/dev/null || exit 124; printf '\006'; exec env`)
+	fmt.Fprintf(&b, `command -v env >/dev/null || exit 124; printf '\%03o'; exec env`, launchMarker)
 	for _, v := range shellVars {
 		b.WriteString(" -u " + v)
 	}
@@ -124,18 +124,18 @@ func baseVars(env []string) []string {
 }
 
 // shellQuote makes s one shell word that is exactly s, on one line: single
-// quotes, in which nothing is special but the single quote itself, which
-// is written as '\” (close, escaped quote, reopen), and a newline, which
-// is written as '"$nl"' (close, the launcher's newline variable in double
-// quotes, reopen).
+// quotes, in which nothing is special but the single quote itself, written
+// as: close the quotes, a backslash-escaped quote, reopen; and a newline,
+// written as: close, the launcher's newline variable in double quotes
+// ("$nl"), reopen.
 func shellQuote(s string) string {
 	s = strings.ReplaceAll(s, `'`, `'\''`)
 	s = strings.ReplaceAll(s, "\n", `'"$nl"'`)
 	return "'" + s + "'"
 }
 
-// shellName reports whether s is a shell variable name: export of anything
-// else would fail or mean something else.
+// shellName reports whether s is a shell variable name: a name every shell
+// and env take as one, and never an option.
 func shellName(s string) bool {
 	if s == "" {
 		return false
