@@ -176,13 +176,18 @@ func (e *env) requireGone(t *testing.T, id exechost.ExecutionID) {
 // a restore can target a different image ID.
 func (e *env) secondImage(t *testing.T) string {
 	t.Helper()
+	return e.imageWithChanges(t, "agentflow-test/restore-target:c", "LABEL agentflow.test=1", "LABEL variant=restore-target")
+}
+
+// imageWithChanges commits the base rootfs as image ref with Dockerfile
+// changes (LABEL, ENV, …), removed when the test ends.
+func (e *env) imageWithChanges(t *testing.T, ref string, changes ...string) string {
+	t.Helper()
 	ctx := t.Context()
 	cr, err := e.c.ContainerCreate(ctx, &container.Config{Image: e.base, Labels: testLabels, Entrypoint: []string{"true"}}, nil, nil, nil, "")
 	require.NoError(t, err)
 	defer e.c.ContainerRemove(context.Background(), cr.ID, container.RemoveOptions{Force: true})
-	resp, err := e.c.ContainerCommit(ctx, cr.ID, container.CommitOptions{
-		Reference: "agentflow-test/restore-target:c", Changes: []string{"LABEL agentflow.test=1", "LABEL variant=restore-target"},
-	})
+	resp, err := e.c.ContainerCommit(ctx, cr.ID, container.CommitOptions{Reference: ref, Changes: changes})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		_, _ = e.c.ImageRemove(context.Background(), resp.ID, image.RemoveOptions{Force: true, PruneChildren: true})

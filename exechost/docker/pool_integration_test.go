@@ -598,3 +598,40 @@ func TestPoolLauncherTimeoutFromTheCommand(t *testing.T) {
 	e.requireContainerGone(t, cid)
 	require.Equal(t, 2, e.host.PoolStats().Launched)
 }
+
+// TestPoolLauncherRunsNothingPlanted: an earlier step's checkpoint plants
+// programs (env, printf, cat, [, sh) in a workspace directory that the
+// image's PATH names. The launcher of the next step's pooled sandbox runs
+// none of them with that step's secrets: env by the absolute path it found
+// while the sandbox was fresh, the rest shell builtins. The tool, exec'd by
+// absolute path, runs as from a plain exec. (busybox ash runs its applets
+// without looking at PATH, so in these images the guard is end to end;
+// TestLaunchLineRunsNothingFromPath, with the host's dash, is the test
+// that fails on a line that looks env up through PATH.)
+func TestPoolLauncherRunsNothingPlanted(t *testing.T) {
+	e := setupPool(t, docker.PoolOptions{Size: 1}, nil)
+	img := e.imageWithChanges(t, "agentflow-test/path-into-workspace:1", "LABEL agentflow.test=1",
+		"ENV PATH=/workspace/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	// The earlier step (cold: its labels are not the pool's) plants them.
+	a, _ := e.provision(t, func(r *exechost.ProvisionRequest) { r.Image = img })
+	res := e.sh(t, a.ExecutionID, `mkdir -p /workspace/bin && for p in env printf cat '[' test sh; do
+  printf '#!/bin/busybox sh\necho "planted $0 $* $SECRET" >> /workspace/pwned\n' > "/workspace/bin/$p" && chmod +x "/workspace/bin/$p"; done`)
+	require.Zero(t, res.ExitCode, string(res.Stderr))
+	ck, err := e.host.Checkpoint(t.Context(), a.ExecutionID, exechost.CheckpointRequest{Reason: "plant"})
+	require.NoError(t, err)
+
+	onImg := func(r *exechost.ProvisionRequest) { pooledReq(r); r.Image = img }
+	e.warm(t, 1, onImg)
+	b, _ := e.provision(t, func(r *exechost.ProvisionRequest) {
+		onImg(r)
+		r.Workspace = exechost.Workspace{Checkpoints: []exechost.CheckpointID{ck.CheckpointID}}
+	})
+	require.Equal(t, 1, e.host.PoolStats().Hits)
+	res, err = e.host.Exec(t.Context(), b.ExecutionID, exechost.ExecRequest{
+		Command: []string{"/bin/busybox", "sh", "-c", `/bin/busybox cat /workspace/pwned 2>/dev/null; echo "tool ran"`},
+		Secrets: map[string]string{"SECRET": "s3cr3t"}, Timeout: 30 * time.Second,
+	})
+	require.NoError(t, err)
+	require.Equal(t, 1, e.host.PoolStats().Launched, "through the launcher")
+	require.Equal(t, "tool ran\n", string(res.Stdout), "a planted program ran: %s", res.Stderr)
+}

@@ -27,19 +27,29 @@ import (
 // and, where the container's own configuration has them, set back to that.
 
 // launcherScript reads the files it is given (PrepareOptions.Warm: its
-// arguments, never evaluated), then exactly one line (the read builtin
-// takes its input a byte at a time from a pipe, so nothing past the
-// newline is consumed) and evaluates it. nl lets a quoted value carry a
+// arguments, never evaluated) and finds env by absolute path (envPaths),
+// both while the sandbox is fresh; then it reads exactly one line (the read
+// builtin takes its input a byte at a time from a pipe, so nothing past
+// the newline is consumed) and evaluates it. nl lets a quoted value carry a
 // newline on a single line. Without a whole line (the connection closed)
-// it exits 125 having run nothing.
-const launcherScript = "for f; do cat -- \"$f\" >/dev/null 2>&1; done; nl='\n'; IFS= read -r l || exit 125; eval \"$l\""
+// it exits 125 having run nothing. What the line runs is never looked up
+// through PATH: by then an earlier step's checkpoint may have filled the
+// workspace, and an image's PATH may name a directory in it.
+const launcherScript = "for f; do cat -- \"$f\" >/dev/null 2>&1; done; " +
+	"e=; for c in " + envPaths + "; do if [ -x \"$c\" ]; then e=$c; break; fi; done; " +
+	"nl='\n'; IFS= read -r l || exit 125; eval \"$l\""
+
+// envPaths are where the launcher looks for env (coreutils, busybox).
+const envPaths = "/usr/bin/env /bin/env"
 
 // launcherArgv is followed by the files to warm ($0 is "launcher").
 var launcherArgv = []string{"/bin/sh", "-c", launcherScript, "launcher"}
 
 // shellVars are the variables sh, dash, bash or busybox ash put into the
-// environment they pass on, which a plain exec does not have.
-var shellVars = []string{"PWD", "OLDPWD", "SHLVL", "_"}
+// environment they pass on, which a plain exec does not have, and those
+// launcherScript sets (an exported one of the same name would pass on the
+// script's value: l is the whole line).
+var shellVars = []string{"PWD", "OLDPWD", "SHLVL", "_", "f", "c", "e", "nl", "l"}
 
 // launchMarker is printed on stdout once the line is read, just before the
 // exec: the runner strips it, and an exit without it means the command
@@ -62,8 +72,8 @@ var ErrNotLaunchable = errors.New("command not launchable through a prepared lau
 // while it waited).
 var errNotLaunched = errors.New("prepared launcher ended before starting the command")
 
-// launchLine is the line that makes the launcher run cmd: check env is
-// there (else exit without the marker: the caller execs instead), print the
+// launchLine is the line that makes the launcher run cmd: check env was
+// found (else exit without the marker: the caller execs instead), print the
 // marker, exec env with the shell's own variables unset, base (the
 // container's values of them), cmd.Env and argv.
 func launchLine(cmd Command, base []string) ([]byte, error) {
@@ -75,7 +85,8 @@ func launchLine(cmd Command, base []string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: argv[0] %q starts with '-' or holds '='", ErrNotLaunchable, a0)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `command -v env >/dev/null || exit 124; printf '\%03o'; exec env`, launchMarker)
+	// [ and printf are shell builtins; env is the path found at the start.
+	fmt.Fprintf(&b, `[ -n "$e" ] || exit 124; printf '\%03o'; exec "$e"`, launchMarker)
 	for _, v := range shellVars {
 		b.WriteString(" -u " + v)
 	}

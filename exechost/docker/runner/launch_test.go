@@ -309,14 +309,17 @@ func TestRunPreparedRandomValues(t *testing.T) {
 }
 
 // TestRunPreparedShellVarsFromTheContainer: where the container's own
-// configuration sets a variable the shell also sets (PWD, SHLVL), the
-// command gets the container's value, as from a plain exec.
+// configuration sets a variable the shell or the launcher script also sets
+// (PWD, SHLVL; l, which holds the whole line), the command gets the
+// container's value, as from a plain exec.
 func TestRunPreparedShellVarsFromTheContainer(t *testing.T) {
-	h := newHostExec(t, append(slices.Clone(hostBase), "SHLVL=41", "PWD=/from/image"))
-	plain, launched := runBoth(t, h, helperCommand(t, nil, []string{"x"}))
+	own := []string{"SHLVL=41", "PWD=/from/image", "e=E", "l=L", "nl=NL", "f=F", "c=C"}
+	h := newHostExec(t, append(slices.Clone(hostBase), own...))
+	plain, launched := runBoth(t, h, helperCommand(t, []string{"SECRET=s3cr3t"}, []string{"x"}))
 	require.Equal(t, plain, launched)
-	require.Contains(t, launched.Env, "SHLVL=41")
-	require.Contains(t, launched.Env, "PWD=/from/image")
+	for _, kv := range own {
+		require.Contains(t, launched.Env, kv, "the script's own variable leaked over the container's")
+	}
 }
 
 // TestRunPreparedFallsBack: a launcher that cannot start the command (it
@@ -513,4 +516,32 @@ func TestPrepareWarms(t *testing.T) {
 	require.Equal(t, "helper stderr", errOut.String(), "nothing of cat's errors")
 	_, err = os.Stat("/tmp/pwned")
 	require.True(t, os.IsNotExist(err), "a file name ran as a command")
+}
+
+// TestLaunchLineRunsNothingFromPath: the launcher finds env by absolute
+// path, never through PATH: an earlier step can write the workspace, and a
+// container whose PATH names a directory in it would otherwise run that
+// step's planted `env` with this step's secrets (a plain exec of
+// /bin/tool looks nothing up).
+func TestLaunchLineRunsNothingFromPath(t *testing.T) {
+	planted := t.TempDir()
+	pwned := filepath.Join(t.TempDir(), "pwned")
+	for _, name := range []string{"env", "printf", "cat", "["} {
+		require.NoError(t, os.WriteFile(filepath.Join(planted, name),
+			[]byte("#!/bin/sh\necho \"$0 $*\" >> "+pwned+"\n"), 0o755))
+	}
+	base := []string{"PATH=" + planted + ":/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/workspace", helperEnv + "=1"}
+	h := newHostExec(t, base)
+	r := fastRunner(h)
+	p, err := r.Prepare(t.Context(), "c1", PrepareOptions{User: tool, Env: base})
+	require.NoError(t, err)
+	var out, errOut bytes.Buffer
+	cmd := helperCommand(t, []string{"SECRET=s3cr3t"}, []string{"a"})
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	res, err := r.RunPrepared(t.Context(), p, "c1", cmd)
+	require.NoError(t, err)
+	require.True(t, res.Launched)
+	require.Equal(t, 7, res.ExitCode, errOut.String())
+	b, err := os.ReadFile(pwned)
+	require.True(t, os.IsNotExist(err), "a program planted on PATH ran: %s", b)
 }
