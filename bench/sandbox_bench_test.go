@@ -404,23 +404,24 @@ func TestWarmPoolBench(t *testing.T) {
 			return host.Terminate(ctx, id)
 		}
 	}
-	// answered, when set, gets each echo step's time from Provision's
-	// start to the tool's output back (Exec's return), before Terminate.
+	// answeredStep is an echo step; answered, when not nil, gets its time
+	// from Provision's start to the tool's output back (Exec's return),
+	// before Terminate.
 	var answeredMu sync.Mutex
-	var answered *[]time.Duration
-	step := func(host *docker.Host) func() error {
+	answeredStep := func(host *docker.Host, answered *[]time.Duration) func() error {
 		return hostStep(host, img.ID, payload, func(start time.Time, res *exechost.ExecResult) error {
-			answeredMu.Lock()
 			if answered != nil {
+				answeredMu.Lock()
 				*answered = append(*answered, time.Since(start))
+				answeredMu.Unlock()
 			}
-			answeredMu.Unlock()
 			if res.ExitCode != 0 || !bytes.Contains(res.Stdout, []byte(`"text"`)) {
 				return fmt.Errorf("tool: exit %d: %s %s", res.ExitCode, res.Stdout, res.Stderr)
 			}
 			return nil
 		})
 	}
+	step := func(host *docker.Host) func() error { return answeredStep(host, nil) }
 	bare := func() error { return bareDockerRun(ctx, img.ID, payload) }
 	// waitFull waits until the pool holds want idle sandboxes (not timed).
 	waitFull := func(want int) {
@@ -492,20 +493,14 @@ func TestWarmPoolBench(t *testing.T) {
 	for range rounds {
 		waitFull(burst)
 		for _, f := range []struct {
-			fn       func() error
-			out, ans *[]time.Duration
-		}{{bare, &b, nil}, {step(cold), &co, &coA}, {step(pooled), &po, &poA}} {
-			answeredMu.Lock()
-			answered = f.ans
-			answeredMu.Unlock()
+			fn  func() error
+			out *[]time.Duration
+		}{{bare, &b}, {answeredStep(cold, &coA), &co}, {answeredStep(pooled, &poA), &po}} {
 			d, _, err := batch(burst, f.fn)
 			require.NoError(t, err)
 			*f.out = append(*f.out, d...)
 		}
 	}
-	answeredMu.Lock()
-	answered = nil
-	answeredMu.Unlock()
 	after := pooled.PoolStats()
 	q := func(d []time.Duration, p float64) time.Duration { return durQuantile(d, p).Round(time.Millisecond) }
 	fmt.Fprintf(&sb, "\nburst of %d steps at once (%d rounds); pool hits %d/%d, launched through the pooled launcher %d:\n", burst, rounds,

@@ -276,7 +276,6 @@ func (r *Runner) RunPrepared(ctx context.Context, p *Prepared, containerID strin
 // returns.
 func (r *Runner) wait(ctx context.Context, containerID, execID string, hj types.HijackedResponse, cmd Command, start time.Time, gate *launchGate) (Result, error) {
 	res := Result{ExitCode: -1}
-	created := container.ExecCreateResponse{ID: execID}
 	var closeOnce sync.Once
 	closeConn := func() { closeOnce.Do(hj.Close) }
 
@@ -335,7 +334,7 @@ func (r *Runner) wait(ctx context.Context, containerID, execID string, hj types.
 	}
 	destroy := func(why error) (Result, error) {
 		res.Destroyed = true
-		r.destroy(ctx, containerID, cmd.User, created.ID, outCh)
+		r.destroy(ctx, containerID, cmd.User, execID, outCh)
 		closeConn()
 		return finish(fmt.Errorf("exec in %s: %w", containerID, why))
 	}
@@ -381,7 +380,7 @@ func (r *Runner) wait(ctx context.Context, containerID, execID string, hj types.
 		case <-poll.C:
 		}
 
-		ins, err := r.c.ContainerExecInspect(context.WithoutCancel(ctx), created.ID)
+		ins, err := r.c.ContainerExecInspect(context.WithoutCancel(ctx), execID)
 		if err != nil {
 			return finish(classify(fmt.Errorf("inspect exec in %s: %w", containerID, err)))
 		}
@@ -407,7 +406,7 @@ func (r *Runner) wait(ctx context.Context, containerID, execID string, hj types.
 				}
 			case <-drain.C:
 				r.opts.Logger.Debug("exec exited with output still open; cut the stream",
-					"container_id", containerID, "exec_id", created.ID)
+					"container_id", containerID, "exec_id", execID)
 				closeConn()
 			}
 		}
